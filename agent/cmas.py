@@ -1,0 +1,458 @@
+"""CMAS: MediTOD's Comprehensive Medical Attribute Schema.
+
+The one home of the schema. Slots, their attributes, how status is encoded, the
+patient NLU frame, the doctor action and the patient state are all defined here
+(MediTOD paper, Table 17 and the attribute lists of the Appendix F prompts, as
+the released dataset spells them: note ``respone_to``).
+
+Two encodings of status exist and convert losslessly:
+- *prefix form* (the dataset): ``{"positive_symptom": [{"value": "coughing"}]}``
+- *attribute form* (the paper's prompts): ``{"symptom": [{"value": "coughing", "status": "positive"}]}``
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+# --------------------------------------------------------------------------- intents
+
+PATIENT_INTENTS: tuple[str, ...] = ("inform", "chit-chat", "nod_prompt_salutations")
+DOCTOR_ACTIONS: tuple[str, ...] = ("inquire", "diagnosis", "chit-chat", "nod_prompt_salutations", "other")
+
+# --------------------------------------------------------------------------- slots
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """One CMAS slot type.
+
+    ``statuses``: the status prefixes the dataset puts on the slot name; empty when
+    status is an ordinary attribute (``status_values``) or absent.
+    ``scalar``/``lists``: attributes holding one string / a list of strings.
+    ``canonical``: attributes whose values are canonicalised in MediTOD (exact match
+    is the right comparison), besides the head ``value`` of a medical slot.
+    """
+
+    name: str
+    statuses: tuple[str, ...] = ()
+    scalar: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()
+    canonical: tuple[str, ...] = ()
+    status_values: tuple[str, ...] = ()
+    medical: bool = True
+    check_groups: tuple[str, ...] = field(default=())
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return self.scalar + self.lists
+
+    @property
+    def check_types(self) -> tuple[str, ...]:
+        """Check types a doctor action may carry for this slot.
+
+        Doctors ask about attribute groups, not the status-split attributes, so the
+        dataset writes ``characteristics`` and ``ana_factors`` (alleviating and
+        aggravating factors) as check types.
+        """
+        names = [a for a in self.attributes if a != "status"]
+        return tuple(dict.fromkeys(("value", "status", *names, *self.check_groups)))
+
+
+PNU = ("positive", "negative", "unknown")
+
+SYMPTOM = SlotSpec(
+    "symptom",
+    statuses=PNU,
+    scalar=(
+        "value", "onset", "initiation", "duration", "severity", "progression", "frequency",
+        "volume", "color", "itching", "lesion_size", "lesions_peel_off", "rash_swollen",
+    ),
+    lists=(
+        "location",
+        "positive_characteristics", "negative_characteristics", "unknown_characteristics",
+        "alleviating_factor", "aggravating_factor", "not_alleviating_factor", "not_aggravating_factor",
+        "not_alleviating_aggravating_factor", "unknown_factor",
+    ),
+    canonical=("location", "progression", "severity", "lesion_size", "rash_swollen", "itching", "lesions_peel_off"),
+    check_groups=("characteristics", "ana_factors"),
+)
+
+SLOTS: dict[str, SlotSpec] = {
+    s.name: s
+    for s in (
+        SYMPTOM,
+        SlotSpec("medical_history", statuses=PNU, scalar=("value", "starting", "frequency")),
+        SlotSpec("family_history", statuses=PNU, scalar=("value", "relation")),
+        SlotSpec("habit", statuses=PNU, scalar=("value", "starting", "frequency")),
+        SlotSpec("exposure", statuses=PNU, scalar=("value", "where", "when")),
+        SlotSpec(
+            "medication", statuses=PNU,
+            scalar=("value", "start", "impact", "respone_to", "frequency"),
+            canonical=("respone_to", "impact"),
+        ),
+        SlotSpec("medical_test", statuses=("avail", "unavail", "unknown"), scalar=("value", "when")),
+        SlotSpec("disease", statuses=PNU, scalar=("value",)),
+        SlotSpec(
+            "travel", scalar=("status", "destination", "date", "value", "when", "frequency"),
+            status_values=("traveled", "not_traveled"), medical=False, canonical=("status",),
+        ),
+        SlotSpec(
+            "occupation", scalar=("status", "value", "exposure", "when", "hazards"),
+            status_values=("true", "false"), medical=False, canonical=("status",),
+        ),
+        SlotSpec(
+            "residence", scalar=("status", "value", "household_size", "when"),
+            status_values=("living", "not_living"), medical=False, canonical=("status",),
+        ),
+        SlotSpec("basic_information", scalar=("name", "age", "gender", "sex"), medical=False),
+    )
+}
+
+RECORD_SLOTS: tuple[str, ...] = ("travel", "occupation", "residence", "basic_information")
+"""Slots whose items are records (no head value that identifies them)."""
+
+
+def split_slot_name(name: str) -> tuple[str | None, str]:
+    """``negative_symptom`` -> ``("negative", "symptom")``; ``travel`` -> ``(None, "travel")``."""
+    if name in SLOTS:
+        return None, name
+    for base, spec in SLOTS.items():
+        for status in spec.statuses:
+            if name == f"{status}_{base}":
+                return status, base
+    raise KeyError(name)
+
+
+def slot_names() -> list[str]:
+    """All slot keys of the prefix form, in schema order."""
+    names: list[str] = []
+    for base, spec in SLOTS.items():
+        names.extend(f"{s}_{base}" for s in spec.statuses) if spec.statuses else names.append(base)
+    return names
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class CMASError(ValueError):
+    """A CMAS object that does not fit the schema; ``path`` names where (``slots.positive_symptom.0.colour``)."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+def _error_from(exc: ValidationError, root: str = "") -> CMASError:
+    err = exc.errors()[0]
+    path = ".".join(str(p) for p in (root, *err["loc"]) if p != "")
+    return CMASError(path, err["msg"])
+
+
+# --------------------------------------------------------------------------- pydantic types
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for a in spec.scalar:
+        if a == "status" and spec.status_values:
+            fields[a] = (Literal[spec.status_values] | None, None)  # type: ignore[valid-type]
+        else:
+            fields[a] = (str | None, None)
+    for a in spec.lists:
+        fields[a] = (list[str] | None, None)
+    if with_status and spec.statuses:
+        fields["status"] = (Literal[spec.statuses] | None, None)  # type: ignore[valid-type]
+    suffix = "StatusAttr" if with_status else ""
+    model_name = "".join(p.title() for p in spec.name.split("_")) + suffix + "Item"
+    return create_model(model_name, __config__=_STRICT, **fields)
+
+
+ITEM_MODELS: dict[str, type[BaseModel]] = {n: _item_model(s, False) for n, s in SLOTS.items()}
+ITEM_MODELS_STATUS_ATTR: dict[str, type[BaseModel]] = {n: _item_model(s, True) for n, s in SLOTS.items()}
+
+Slots: type[BaseModel] = create_model(
+    "Slots",
+    __config__=_STRICT,
+    **{name: (list[ITEM_MODELS[split_slot_name(name)[1]]] | None, None) for name in slot_names()},  # type: ignore[valid-type]
+)
+"""Slots of an NLU frame or a patient state, prefix form."""
+
+SlotsStatusAttr: type[BaseModel] = create_model(
+    "SlotsStatusAttr",
+    __config__=_STRICT,
+    **{name: (list[ITEM_MODELS_STATUS_ATTR[name]] | None, None) for name in SLOTS},  # type: ignore[valid-type]
+)
+
+
+class NLUFrame(BaseModel):
+    model_config = _STRICT
+    intent: Literal[PATIENT_INTENTS]  # type: ignore[valid-type]
+    slots: Slots | None = None  # type: ignore[valid-type]
+
+
+class Check(BaseModel):
+    model_config = _STRICT
+    type: str
+    values: list[str] | None = None
+
+
+class ActionSlot(BaseModel):
+    model_config = _STRICT
+    value: str
+    checks: list[Check] | None = None
+
+
+Action: type[BaseModel] = create_model(
+    "Action",
+    __config__=_STRICT,
+    action=(Literal[DOCTOR_ACTIONS], ...),  # type: ignore[valid-type]
+    **{name: (list[ActionSlot] | None, None) for name in SLOTS},
+)
+"""One doctor action: ``{"action": "inquire", "symptom": [{"value": .., "checks": [..]}]}``."""
+
+_NLU = TypeAdapter(list[NLUFrame])
+_ACTIONS = TypeAdapter(list[Action])  # type: ignore[valid-type]
+
+
+def _check_action_checks(actions: list[dict], root: str) -> None:
+    for i, act in enumerate(actions):
+        for slot, items in act.items():
+            if slot == "action" or items is None:
+                continue
+            allowed = SLOTS[slot].check_types
+            for j, item in enumerate(items):
+                for k, chk in enumerate(item.get("checks") or []):
+                    if chk.get("type") not in allowed:
+                        path = ".".join(x for x in (root, str(i), slot, str(j), "checks", str(k), "type") if x)
+                        raise CMASError(path, f"unknown check type {chk.get('type')!r} for slot {slot!r}")
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_nlu(obj: Any) -> list[dict]:
+    """Strictly validate patient NLU frames (prefix form); returns them unchanged, as plain JSON."""
+    try:
+        frames = _NLU.validate_python(obj)
+    except ValidationError as exc:
+        raise _error_from(exc) from None
+    return [f.model_dump(exclude_unset=True, mode="json") for f in frames]
+
+
+def parse_state(obj: Any) -> dict:
+    """Strictly validate a patient state (the dataset's ``dialog_state``: slots in prefix form)."""
+    try:
+        state = Slots.model_validate(obj)
+    except ValidationError as exc:
+        raise _error_from(exc) from None
+    return state.model_dump(exclude_unset=True, mode="json")
+
+
+def parse_actions(obj: Any) -> list[dict]:
+    """Strictly validate doctor actions, check types included."""
+    try:
+        actions = _ACTIONS.validate_python(obj)
+    except ValidationError as exc:
+        raise _error_from(exc) from None
+    out = [a.model_dump(exclude_unset=True, mode="json") for a in actions]
+    _check_action_checks(out, "")
+    return out
+
+
+@dataclass
+class Lenient:
+    """Result of lenient parsing: the schema-valid part and what did not fit, by path."""
+
+    value: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_extra(self) -> int:
+        return len(self.extra)
+
+
+def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) -> dict | None:
+    if not isinstance(item, dict):
+        extra[path] = item
+        return None
+    kept = {}
+    for k, v in item.items():
+        if k in allowed:
+            kept[k] = v
+        else:
+            extra[f"{path}.{k}"] = v
+    return kept
+
+
+def _lenient_slots(slots: Any, path: str, extra: dict[str, Any], status_attr: bool = False) -> dict:
+    out: dict[str, list] = {}
+    if not isinstance(slots, dict):
+        extra[path] = slots
+        return out
+    for name, items in slots.items():
+        try:
+            base = name if status_attr else split_slot_name(name)[1]
+            spec = SLOTS[base]
+        except KeyError:
+            extra[f"{path}.{name}"] = items
+            continue
+        if not isinstance(items, list):
+            items = [items]
+        allowed = set(spec.attributes) | ({"status"} if status_attr else set())
+        kept = [k for j, it in enumerate(items) if (k := _keep_known(it, allowed, f"{path}.{name}.{j}", extra))]
+        if kept:
+            out[name] = kept
+    return out
+
+
+def parse_nlu_lenient(obj: Any) -> Lenient:
+    """Keep what fits CMAS; unknown slots, attributes and intents go to ``extra`` (never dropped silently)."""
+    extra: dict[str, Any] = {}
+    frames = obj if isinstance(obj, list) else [obj]
+    kept = []
+    for i, frame in enumerate(frames):
+        if not isinstance(frame, dict) or frame.get("intent") not in PATIENT_INTENTS:
+            extra[str(i)] = frame
+            continue
+        out: dict[str, Any] = {"intent": frame["intent"]}
+        for k, v in frame.items():
+            if k == "slots":
+                slots = _lenient_slots(v, f"{i}.slots", extra)
+                if slots:
+                    out["slots"] = slots
+            elif k != "intent":
+                extra[f"{i}.{k}"] = v
+        kept.append(out)
+    return Lenient(_strict_or_extra(parse_nlu, kept, extra), extra)
+
+
+def parse_actions_lenient(obj: Any) -> Lenient:
+    extra: dict[str, Any] = {}
+    actions = obj if isinstance(obj, list) else [obj]
+    kept = []
+    for i, act in enumerate(actions):
+        if not isinstance(act, dict) or act.get("action") not in DOCTOR_ACTIONS:
+            extra[str(i)] = act
+            continue
+        out: dict[str, Any] = {"action": act["action"]}
+        for slot, items in act.items():
+            if slot == "action":
+                continue
+            if slot not in SLOTS:
+                extra[f"{i}.{slot}"] = items
+                continue
+            good = []
+            for j, it in enumerate(items if isinstance(items, list) else [items]):
+                item = _keep_known(it, {"value", "checks"}, f"{i}.{slot}.{j}", extra)
+                if item is None or not isinstance(item.get("value"), str):
+                    if item is not None:
+                        extra[f"{i}.{slot}.{j}"] = it
+                    continue
+                checks = []
+                for k, chk in enumerate(item.get("checks") or []):
+                    chk = _keep_known(chk, {"type", "values"}, f"{i}.{slot}.{j}.checks.{k}", extra)
+                    if chk and chk.get("type") in SLOTS[slot].check_types:
+                        checks.append(chk)
+                    elif chk:
+                        extra[f"{i}.{slot}.{j}.checks.{k}"] = chk
+                if "checks" in item:
+                    item["checks"] = checks
+                good.append(item)
+            if good:
+                out[slot] = good
+        kept.append(out)
+    return Lenient(_strict_or_extra(parse_actions, kept, extra), extra)
+
+
+def _strict_or_extra(parse, kept: list, extra: dict[str, Any]) -> list:
+    """Type errors that survive key filtering (a list where a string belongs) also go to ``extra``."""
+    result = []
+    for i, item in enumerate(kept):
+        try:
+            result.extend(parse([item]))
+        except CMASError as exc:
+            extra[f"{i}:{exc.path}"] = item
+    return result
+
+
+# --------------------------------------------------------------------------- status forms
+
+
+def to_status_attribute(slots: dict) -> dict:
+    """Prefix form -> attribute form (``positive_symptom`` items get ``status: positive``)."""
+    out: dict[str, list] = {}
+    for name, items in slots.items():
+        status, base = split_slot_name(name)
+        for item in items:
+            out.setdefault(base, []).append({**item, "status": status} if status else dict(item))
+    return out
+
+
+def from_status_attribute(slots: dict) -> dict:
+    """Attribute form -> prefix form; the exact inverse of :func:`to_status_attribute`."""
+    out: dict[str, list] = {}
+    for base, items in slots.items():
+        spec = SLOTS[base]
+        for item in items:
+            item = dict(item)
+            if spec.statuses:
+                status = item.pop("status", None)
+                if status not in spec.statuses:
+                    raise CMASError(base, f"status must be one of {spec.statuses}, got {status!r}")
+                out.setdefault(f"{status}_{base}", []).append(item)
+            else:
+                out.setdefault(base, []).append(item)
+    return out
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+
+def _bound(schema: Any, max_items: int | None, max_length: int | None) -> Any:
+    """Bound arrays and strings so constrained decoding always terminates."""
+    if isinstance(schema, dict):
+        schema = {k: _bound(v, max_items, max_length) for k, v in schema.items()}
+        if schema.get("type") == "array" and max_items:
+            schema.setdefault("maxItems", max_items)
+        if schema.get("type") == "string" and max_length and "enum" not in schema and "const" not in schema:
+            schema.setdefault("maxLength", max_length)
+        schema.pop("default", None)
+        schema.pop("title", None)
+    elif isinstance(schema, list):
+        schema = [_bound(v, max_items, max_length) for v in schema]
+    return schema
+
+
+def _drop_nulls(schema: Any) -> Any:
+    """Optional fields appear as ``anyOf: [T, null]``; the model must omit them, never write null."""
+    if isinstance(schema, dict):
+        if "anyOf" in schema:
+            options = [o for o in schema["anyOf"] if o.get("type") != "null"]
+            if len(options) == 1:
+                rest = {k: v for k, v in schema.items() if k != "anyOf"}
+                return _drop_nulls({**rest, **options[0]})
+        return {k: _drop_nulls(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_drop_nulls(v) for v in schema]
+    return schema
+
+
+def nlu_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
+    """JSON Schema of an NLU output (a list of frames), for constrained decoding."""
+    return _bound(_drop_nulls(_NLU.json_schema()), max_items, max_length)
+
+
+def action_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
+    """JSON Schema of a POL output (a list of doctor actions), for constrained decoding."""
+    return _bound(_drop_nulls(_ACTIONS.json_schema()), max_items, max_length)
+
+
+def dumps(obj: Any) -> str:
+    """Compact, stable JSON used in prompts and targets."""
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))

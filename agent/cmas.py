@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 # --------------------------------------------------------------------------- intents
 
@@ -108,7 +108,10 @@ SLOTS: dict[str, SlotSpec] = {
             "residence", scalar=("status", "value", "household_size", "when"),
             status_values=("living", "not_living"), medical=False, canonical=("status",),
         ),
-        SlotSpec("basic_information", scalar=("name", "age", "gender", "sex"), medical=False),
+        SlotSpec(
+            "basic_information", scalar=("name", "age", "gender", "sex"), medical=False,
+            canonical=("name", "age", "gender", "sex"),  # MediTOD scores every basic_information key exactly
+        ),
     )
 }
 
@@ -448,9 +451,24 @@ def nlu_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> d
     return _bound(_drop_nulls(_NLU.json_schema()), max_items, max_length)
 
 
+def _slot_check_types(schema: dict) -> dict:
+    """Per slot, a check ``type`` must be one of that slot's check types (as parse_actions demands)."""
+    defs = schema["$defs"]
+    for slot, spec in SLOTS.items():
+        check = {**defs["Check"], "properties": {**defs["Check"]["properties"],
+                                                 "type": {"type": "string", "enum": list(spec.check_types)}}}
+        item = {**defs["ActionSlot"], "properties": {**defs["ActionSlot"]["properties"]}}
+        item["properties"]["checks"] = {**item["properties"]["checks"], "items": check}
+        defs[f"ActionSlot_{slot}"] = item
+        defs["Action"]["properties"][slot] = {**defs["Action"]["properties"][slot],
+                                              "items": {"$ref": f"#/$defs/ActionSlot_{slot}"}}
+    del defs["ActionSlot"], defs["Check"]
+    return schema
+
+
 def action_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
     """JSON Schema of a POL output (a list of doctor actions), for constrained decoding."""
-    return _bound(_drop_nulls(_ACTIONS.json_schema()), max_items, max_length)
+    return _bound(_slot_check_types(_drop_nulls(_ACTIONS.json_schema())), max_items, max_length)
 
 
 def dumps(obj: Any) -> str:

@@ -1,0 +1,249 @@
+"""Soft matching of non-canonical values (MediTOD section 4.1: exact match is too conservative for free text).
+
+A matcher decides whether a predicted value means the same as a gold value.
+:func:`count_matches` pairs gold and predicted non-canonical tuples one-to-one,
+greedily: two tuples may pair only when they agree on every element but the last
+(the compared value); exact pairs are taken first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from agent.data import DEFAULT_DATA_DIR
+from eval.tuples import Tuple, normalize_value
+
+MATCHERS = ("exact", "synonym", "embedding", "llm")
+DEFAULT_ONTOLOGY = DEFAULT_DATA_DIR / "questionnaire_ontology.json"
+DEFAULT_EMBEDDING_THRESHOLD = 0.85  # MiniLM: 'few months ago'~'a couple of months ago' .91, 'wet cough'~'dry cough' .83
+
+# MediTOD Appendix D, verbatim; the phrases are lower-cased as the official script does.
+LLM_PROMPT = (
+    "You are an expert in the English language. Your task is identifying whether two phrases have similar "
+    'meanings. If the two phrases have similar meanings, say "positive." Otherwise, say "negative". Pay special '
+    "attention to any medical terms present in the phrases. Here are the phrases.\n\n"
+    "Phrase 1: {a}\n"
+    "Phrase 2: {b}\n"
+    "Answer (positive/negative):"
+)
+
+
+class Matcher:
+    """Base matcher: exact comparison (values are already normalised by :func:`eval.tuples.normalize_value`)."""
+
+    name = "exact"
+
+    def prepare(self, values: Iterable[str]) -> None:
+        """Called once with every value about to be compared, so batched matchers can precompute."""
+
+    def same(self, gold: str, pred: str) -> bool:
+        return gold == pred
+
+    def describe(self) -> dict:
+        return {"name": self.name}
+
+
+class ExactMatcher(Matcher):
+    name = "exact"
+
+
+class SynonymMatcher(Matcher):
+    """Values are the same when they are surface forms of one questionnaire ontology entry.
+
+    Every ontology entry with a ``keywords`` list (symptoms, diseases, medical-history
+    antecedents) maps its code, display name and keywords to its code. Keyword lists
+    overlap ("ache" is listed under pain, chest pain, jaw pain, ...): a form that is an
+    entry's own code or display name maps to that entry; any other form listed under
+    several entries is ambiguous and left unmapped (it then matches only itself).
+    """
+
+    name = "synonym"
+
+    def __init__(self, ontology: str | Path = DEFAULT_ONTOLOGY):
+        self.ontology = Path(ontology)
+        names: dict[str, set[str]] = defaultdict(set)
+        keywords: dict[str, set[str]] = defaultdict(set)
+        for group, entries in json.loads(self.ontology.read_text()).items():
+            if not isinstance(entries, list):
+                continue
+            for entry in entries:
+                if not isinstance(entry, dict) or "keywords" not in entry:
+                    continue
+                code = f"{group}:{entry['code']}"
+                for form in (entry["code"], entry.get("display_name")):
+                    if isinstance(form, str) and form.strip():
+                        names[normalize_value(form)].add(code)
+                for form in entry["keywords"]:
+                    if isinstance(form, str) and form.strip():
+                        keywords[normalize_value(form)].add(code)
+        self.codes: dict[str, str] = {}
+        self.ambiguous: set[str] = set()
+        for form in set(names) | set(keywords):
+            candidates = names.get(form) or keywords[form]
+            if len(candidates) == 1:
+                self.codes[form] = next(iter(candidates))
+            else:
+                self.ambiguous.add(form)
+        if not self.codes:
+            raise ValueError(f"{self.ontology}: no ontology entries with keywords")
+
+    def code(self, value: str) -> str:
+        return self.codes.get(value, value)
+
+    def same(self, gold: str, pred: str) -> bool:
+        return gold == pred or self.code(gold) == self.code(pred)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "ontology": str(self.ontology), "surface_forms": len(self.codes),
+                "ambiguous_forms": len(self.ambiguous)}
+
+
+class EmbeddingMatcher(Matcher):
+    """Cosine similarity of sentence embeddings >= threshold (the encoder directory's own pooling)."""
+
+    name = "embedding"
+
+    def __init__(self, encoder: str | Path | None = None, threshold: float = DEFAULT_EMBEDDING_THRESHOLD):
+        from eval.encoder import default_encoder_path, offline
+
+        offline()
+        from sentence_transformers import SentenceTransformer
+
+        self.path = Path(encoder) if encoder is not None else default_encoder_path()
+        self.model = SentenceTransformer(str(self.path), device="cpu")
+        self.threshold = threshold
+        self._cache: dict[str, object] = {}
+
+    def prepare(self, values: Iterable[str]) -> None:
+        todo = sorted({v for v in values if v not in self._cache})
+        if todo:
+            vectors = self.model.encode(todo, normalize_embeddings=True, convert_to_tensor=True)
+            self._cache.update(zip(todo, vectors, strict=True))
+
+    def similarity(self, gold: str, pred: str) -> float:
+        self.prepare([gold, pred])
+        return float(self._cache[gold] @ self._cache[pred])
+
+    def same(self, gold: str, pred: str) -> bool:
+        return gold == pred or self.similarity(gold, pred) >= self.threshold
+
+    def describe(self) -> dict:
+        from eval.encoder import encoder_name
+
+        return {"name": self.name, "encoder": encoder_name(self.path), "threshold": self.threshold}
+
+
+class LLMMatcher(Matcher):
+    """Asks an OpenAI-compatible chat endpoint the MediTOD Appendix D question; answers are cached.
+
+    ``url`` is the API base (``http://host:port/v1``). The answer is positive when it
+    contains "positive" (as the official script reads it); an answer containing neither
+    "positive" nor "negative" counts as negative and is counted in ``unparsed``.
+    """
+
+    name = "llm"
+
+    def __init__(self, url: str, model: str, cache: str | Path | None = None, api_key: str | None = None,
+                 timeout: float = 60.0, max_tokens: int = 10):
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.model = model
+        self.max_tokens = max_tokens
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.cache_path = Path(cache) if cache else None
+        self.answers: dict[str, str] = {}
+        if self.cache_path and self.cache_path.exists():
+            self.answers = json.loads(self.cache_path.read_text())
+        self.calls = 0
+        self.unparsed = 0
+
+    def _key(self, gold: str, pred: str) -> str:
+        return json.dumps([self.model, gold, pred])
+
+    def ask(self, gold: str, pred: str) -> str:
+        key = self._key(gold, pred)
+        if key in self.answers:
+            return self.answers[key]
+        prompt = LLM_PROMPT.format(a=gold.lower(), b=pred.lower())
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "temperature": 0, "max_tokens": self.max_tokens}
+        import httpx
+
+        try:
+            response = self.client.post("/chat/completions", json=body)
+            response.raise_for_status()
+            answer = response.json()["choices"][0]["message"]["content"] or ""
+        except httpx.HTTPError as exc:
+            raise ConnectionError(f"llm matcher: {self.url}/chat/completions failed: {exc}") from exc
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise RuntimeError(f"llm matcher: unexpected chat completion response: {response.text[:200]}") from exc
+        self.calls += 1
+        self.answers[key] = answer
+        return answer
+
+    def same(self, gold: str, pred: str) -> bool:
+        if gold == pred:
+            return True
+        answer = self.ask(gold, pred).lower()
+        if "positive" in answer:
+            return True
+        if "negative" not in answer:
+            self.unparsed += 1
+        return False
+
+    def save(self) -> None:
+        if self.cache_path:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            self.cache_path.write_text(json.dumps(self.answers, indent=0))
+
+    def describe(self) -> dict:
+        return {"name": self.name, "url": self.url, "model": self.model, "calls": self.calls,
+                "cached_answers": len(self.answers), "unparsed_answers": self.unparsed}
+
+
+def make_matcher(name: str = "exact", *, encoder: str | Path | None = None,
+                 threshold: float = DEFAULT_EMBEDDING_THRESHOLD, ontology: str | Path = DEFAULT_ONTOLOGY,
+                 llm_url: str | None = None, llm_model: str | None = None, llm_cache: str | Path | None = None,
+                 llm_api_key: str | None = None) -> Matcher:
+    if name == "exact":
+        return ExactMatcher()
+    if name == "synonym":
+        return SynonymMatcher(ontology)
+    if name == "embedding":
+        return EmbeddingMatcher(encoder, threshold)
+    if name == "llm":
+        if not llm_url or not llm_model:
+            raise ValueError("--match llm needs --llm-url and --llm-model")
+        return LLMMatcher(llm_url, llm_model, cache=llm_cache, api_key=llm_api_key)
+    raise ValueError(f"unknown matcher {name!r}; use one of {MATCHERS}")
+
+
+def count_matches(gold: Iterable[Tuple], pred: Iterable[Tuple], matcher: Matcher) -> int:
+    """Size of the one-to-one greedy matching between gold and predicted tuples (exact pairs first)."""
+    gold, pred = set(gold), set(pred)
+    exact = gold & pred
+    left_pred: dict[Tuple, list[Tuple]] = defaultdict(list)
+    for p in sorted(pred - exact, key=repr):
+        left_pred[p[:-1]].append(p)
+    matched = len(exact)
+    for g in sorted(gold - exact, key=repr):
+        candidates = left_pred.get(g[:-1], [])
+        for i, p in enumerate(candidates):
+            if isinstance(g[-1], str) and isinstance(p[-1], str) and matcher.same(g[-1], p[-1]):
+                matched += 1
+                del candidates[i]
+                break
+    return matched
+
+
+def values_to_compare(gold: Iterable[Tuple], pred: Iterable[Tuple]) -> set[str]:
+    """Every value :func:`count_matches` may hand the matcher (for :meth:`Matcher.prepare`)."""
+    gold, pred = set(gold), set(pred)
+    exact = gold & pred
+    keys = {g[:-1] for g in gold - exact} & {p[:-1] for p in pred - exact}
+    return {t[-1] for t in (gold | pred) - exact if t[:-1] in keys and isinstance(t[-1], str)}

@@ -1,0 +1,147 @@
+"""The MediTOD questionnaire ontology and the vocabulary that ties dataset values to it.
+
+Two spellings of the same concept meet in the live agent: the questionnaire ontology's
+codes (``cough``, ``fainting``, ``palpitation``) and the canonical values of the released
+dialogues, which NLU models learn to predict (``coughing``, ``syncope``, ``palpitations``).
+``configs/vocabulary.yaml`` maps the second onto the first, per slot type, so the
+policies and the red-flag rules can tell whether two values name the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from agent import cmas
+from agent.data import DEFAULT_DATA_DIR
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_ONTOLOGY = DEFAULT_DATA_DIR / "questionnaire_ontology.json"
+DEFAULT_VOCABULARY = REPO_ROOT / "configs" / "vocabulary.yaml"
+
+# Which list of the ontology JSON holds the codes of each slot type.
+_CODE_SOURCES: dict[str, tuple[str, ...]] = {
+    "symptom": ("all_symptom_values",),
+    "medical_history": ("medical_history_config",),
+    "family_history": ("family_history_config",),
+    "habit": ("habit_config",),
+    "exposure": ("exposure_config",),
+    "medication": ("medication_config",),
+    "disease": ("all_diseases",),
+    "occupation": ("occupation_config",),
+    "residence": ("residence_config",),
+}
+
+
+class VocabularyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SymptomEntry:
+    code: str
+    display_name: str
+    description: str
+    keywords: tuple[str, ...]
+
+
+@dataclass
+class Ontology:
+    """Codes per slot type; symptoms with their descriptions and surface keywords; body locations."""
+
+    codes: dict[str, frozenset[str]]
+    symptoms: dict[str, SymptomEntry]
+    locations: frozenset[str]
+    _keyword_codes: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def symptom_codes_for_keyword(self, term: str) -> frozenset[str]:
+        return self._keyword_codes.get(term.casefold(), frozenset())
+
+
+def _config_values(raw: dict, key: str) -> list[dict]:
+    entries = raw.get(key, [])
+    if key.endswith("_config"):
+        for f in entries:
+            if isinstance(f, dict) and f.get("name") == "value":
+                return list(f.get("values", []))
+        return []
+    return list(entries)
+
+
+@lru_cache(maxsize=4)
+def load_ontology(path: str | Path = DEFAULT_ONTOLOGY) -> Ontology:
+    raw = json.loads(Path(path).read_text())
+    codes = {}
+    for base, keys in _CODE_SOURCES.items():
+        codes[base] = frozenset(e["code"] for k in keys for e in _config_values(raw, k) if isinstance(e, dict))
+    symptoms = {
+        e["code"]: SymptomEntry(e["code"], e.get("display_name", e["code"]), e.get("description", ""), tuple(e.get("keywords", [])))
+        for e in raw["all_symptom_values"]
+    }
+    by_keyword: dict[str, set[str]] = {}
+    for s in symptoms.values():
+        for term in (s.code, s.display_name, *s.keywords):
+            by_keyword.setdefault(term.casefold(), set()).add(s.code)
+    locations = frozenset(e["code"] for e in raw.get("all_symptom_locations", []))
+    return Ontology(codes, symptoms, locations, {k: frozenset(v) for k, v in by_keyword.items()})
+
+
+@dataclass
+class Vocabulary:
+    """Resolves a slot value to its ontology code: the code itself, the mapping table, or a
+    symptom keyword that names exactly one code. ``None`` means no ontology concept."""
+
+    ontology: Ontology
+    table: dict[str, dict[str, str | None]]
+
+    def code(self, base: str, value: str) -> str | None:
+        v = value.casefold()
+        if v in self.ontology.codes.get(base, ()):
+            return v
+        mapped = self.table.get(base, {})
+        if v in mapped:
+            return mapped[v]
+        if base == "symptom":
+            hits = self.ontology.symptom_codes_for_keyword(v)
+            if len(hits) == 1:
+                return next(iter(hits))
+        return None
+
+    def known(self, base: str, value: str) -> bool:
+        """True when ``value`` is an ontology code or a listed dataset term of slot type ``base``."""
+        v = value.casefold()
+        return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})
+
+    def same(self, base: str, a: str, b: str) -> bool:
+        if a.casefold() == b.casefold():
+            return True
+        ca = self.code(base, a)
+        return ca is not None and ca == self.code(base, b)
+
+
+def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | None = None) -> Vocabulary:
+    onto = ontology or load_ontology()
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(raw, dict):
+        raise VocabularyError(f"{path}: expected a mapping of slot type -> {{term: ontology code}}")
+    table: dict[str, dict[str, str | None]] = {}
+    for base, terms in raw.items():
+        if base not in cmas.SLOTS:
+            raise VocabularyError(f"{path}: unknown slot type {base!r}")
+        if not isinstance(terms, dict):
+            raise VocabularyError(f"{path}: {base}: expected a mapping term -> ontology code (or null)")
+        table[base] = {}
+        for term, code in terms.items():
+            if code is not None and code not in onto.codes.get(base, ()):
+                raise VocabularyError(f"{path}: {base}.{term}: {code!r} is not an ontology code of {base}")
+            table[base][str(term).casefold()] = code
+    return Vocabulary(onto, table)
+
+
+@lru_cache(maxsize=1)
+def default_vocabulary() -> Vocabulary:
+    return load_vocabulary()

@@ -1,0 +1,161 @@
+"""Questions as keys: what a doctor action asks, whether the patient state already answers it,
+and whether it was asked before. Shared by the questionnaire and the hybrid policy, so both
+judge "already answered" and "already asked" the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agent import cmas
+from agent.ontology import Vocabulary
+
+OPEN_VALUES = frozenset({"other", "none", "all"})
+"""Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
+
+# Check types that stand for a group of state attributes.
+CHECK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "characteristics": ("positive_characteristics", "negative_characteristics", "unknown_characteristics"),
+    "ana_factors": (
+        "alleviating_factor", "aggravating_factor", "not_alleviating_factor", "not_aggravating_factor",
+        "not_alleviating_aggravating_factor", "unknown_factor",
+    ),
+}
+# Record slots: which record attributes answer a check.
+RECORD_CHECK_ATTRIBUTES: dict[str, dict[str, tuple[str, ...]]] = {
+    "travel": {"value": ("destination", "value"), "when": ("when", "date"), "date": ("date", "when")},
+    "occupation": {"exposure": ("exposure", "hazards"), "hazards": ("hazards", "exposure")},
+}
+BASIC_KEYS = ("name", "age", "gender", "sex")
+VALUE_SENSITIVE_CHECKS = frozenset({"location", "where"})
+"""Checks whose values make a different question: pain in the abdomen vs in the joints, exposure at home vs at work."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One thing a doctor asks: about ``value`` of slot type ``base``; ``check`` is the attribute asked
+    (``None``: whether the patient has it); ``values`` narrows the check (``location`` in the abdomen)."""
+
+    base: str
+    value: str
+    check: str | None = None
+    values: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        parts = [self.base, self.value] + ([self.check] if self.check else []) + list(self.values)
+        return "/".join(parts)
+
+
+def questions_of(actions: Iterable[dict]) -> list[Question]:
+    """The questions of the ``inquire`` actions of one turn, in order."""
+    out = []
+    for act in actions:
+        if act.get("action") != "inquire":
+            continue
+        for base, items in act.items():
+            if base == "action" or not items:
+                continue
+            for item in items:
+                checks = item.get("checks") or []
+                if not checks:
+                    out.append(Question(base, item["value"]))
+                for chk in checks:
+                    out.append(Question(base, item["value"], chk["type"], tuple(chk.get("values") or ())))
+    return out
+
+
+def to_actions(questions: list[Question]) -> list[dict]:
+    """Questions -> CMAS inquire actions: one action per slot type (in first-seen order), one item per
+    value carrying its checks."""
+    by_base: dict[str, dict[str, dict]] = {}
+    for q in questions:
+        items = by_base.setdefault(q.base, {})
+        item = items.setdefault(q.value, {"value": q.value})
+        if q.check is not None:
+            chk: dict = {"type": q.check}
+            if q.values:
+                chk["values"] = list(q.values)
+            item.setdefault("checks", []).append(chk)
+    return [{"action": "inquire", base: list(items.values())} for base, items in by_base.items()]
+
+
+# --------------------------------------------------------------------------- answered by the state
+
+
+def _items(state: dict, base: str) -> list[tuple[str | None, dict]]:
+    spec = cmas.SLOTS[base]
+    if not spec.statuses:
+        return [(None, it) for it in state.get(base) or []]
+    return [(s, it) for s in spec.statuses for it in state.get(f"{s}_{base}") or []]
+
+
+def _has(item: dict, base: str, check: str) -> bool:
+    names = CHECK_ATTRIBUTES.get(check) if base == "symptom" else None
+    names = names or RECORD_CHECK_ATTRIBUTES.get(base, {}).get(check) or (check,)
+    return any(item.get(n) not in (None, "", []) for n in names)
+
+
+def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:
+    for status, item in _items(state, base):
+        v = item.get("value")
+        if isinstance(v, str) and vocab.same(base, v, value):
+            return status, item
+    return None
+
+
+def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
+    """Whether the state already answers ``q``, under any status.
+
+    A symptom the patient denies answers every attribute question about it (there is
+    nothing to characterise); a location check with values is answered only when the
+    item already covers those locations ("pain in the abdomen" does not answer "pain in the joints").
+    """
+    items = _items(state, q.base)
+    value = q.value.casefold()
+    if q.base == "basic_information":
+        record = items[0][1] if items else {}
+        keys = [q.check] if q.check in BASIC_KEYS else [value] if value in BASIC_KEYS else list(BASIC_KEYS)
+        return any(record.get(k) for k in keys)
+    if q.base in cmas.RECORD_SLOTS:
+        record = next((it for _, it in items if it), None)
+        if record is None:
+            return False
+        if q.check in (None, "status") or (q.check == "value" and value in OPEN_VALUES):
+            return True
+        return _has(record, q.base, q.check)
+    if q.base == "symptom" and value == "all":
+        positives = [it for s, it in items if s == "positive"]
+        return bool(positives) and (q.check is None or all(_has(it, q.base, q.check) for it in positives))
+    if value in OPEN_VALUES:
+        # "any other conditions / medications?": answered once the slot holds anything
+        return any(q.check in (None, "value", "status") or _has(it, q.base, q.check) for _, it in items)
+    found = find_item(state, q.base, q.value, vocab)
+    if found is None:
+        return False
+    status, item = found
+    if q.check in VALUE_SENSITIVE_CHECKS and q.values:
+        have = item.get(q.check) or []
+        return set(q.values) <= set([have] if isinstance(have, str) else have)
+    if q.check in (None, "value", "status"):
+        return True
+    if status in ("negative", "unavail"):
+        return True
+    return _has(item, q.base, q.check)
+
+
+# --------------------------------------------------------------------------- asked before
+
+
+def asked(past_actions: Iterable[list[dict]], q: Question, vocab: Vocabulary) -> bool:
+    """Whether ``q`` was asked in an earlier doctor turn. A check asked about ``all`` symptoms
+    counts as asked for each symptom; check values only tell questions apart for location/where."""
+    for turn in past_actions:
+        for p in questions_of(turn):
+            if p.base != q.base or p.check != q.check:
+                continue
+            if q.check in VALUE_SENSITIVE_CHECKS and set(p.values) != set(q.values):
+                continue
+            if vocab.same(q.base, p.value, q.value) or (q.base == "symptom" and p.value.casefold() == "all" and p.check):
+                return True
+    return False

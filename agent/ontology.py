@@ -18,8 +18,8 @@ import yaml
 
 from agent import cmas
 from agent.data import DEFAULT_DATA_DIR
+from agent.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ONTOLOGY = DEFAULT_DATA_DIR / "questionnaire_ontology.json"
 DEFAULT_VOCABULARY = REPO_ROOT / "configs" / "vocabulary.yaml"
 

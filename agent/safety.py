@@ -21,7 +21,8 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
-from agent.ontology import REPO_ROOT, Vocabulary, default_vocabulary
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.paths import REPO_ROOT
 from agent.tracker import update_state
 
 DEFAULT_RULES = REPO_ROOT / "configs" / "red_flags.yaml"

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from models.backends.base import BackendError
-from models.prepare import resolve_base_model
+from models.prepare import default_cache_dir, resolve_base_model
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,9 @@ def load_serve_config(path: str | Path) -> dict:
     """A serve config file: either the serve settings at top level or under a ``serve:`` key."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    from agent.paths import resolve_path
+
+    data = yaml.safe_load(resolve_path(path).read_text()) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping")
     return data.get("serve", data)
@@ -215,6 +217,23 @@ class VLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def ensure_server(launch: str | Path | dict, url: str) -> VLLMServer | None:
+    """Start a local vLLM server for ``url`` unless one already answers there.
+
+    ``launch`` is a serve config (path or mapping); host and port come from ``url`` so
+    the client and the server agree. Returns the started server (the caller stops it),
+    or None when an existing server is reused.
+    """
+    if _responds(url):
+        return None
+    config = dict(launch) if isinstance(launch, dict) else load_serve_config(launch)
+    parsed = httpx.URL(url)
+    config.update(host=parsed.host, port=parsed.port or 8000)
+    log_file = config.get("log_file") or default_cache_dir().parent.parent / "logs" / f"vllm-{config['port']}.log"
+    print(f"starting a local vLLM server at {url} (about a minute on CPU; log: {log_file})", file=sys.stderr, flush=True)
+    return VLLMServer(config, log_file=log_file).start()
 
 
 def _responds(url: str) -> bool:

@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
-from agent.ontology import REPO_ROOT, Vocabulary, default_vocabulary
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.paths import REPO_ROOT
 from policies.base import ModuleOutput, TurnContext
 from policies.questions import OPEN_VALUES, Question, answered, asked, to_actions
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.ontology import REPO_ROOT
+from agent.paths import REPO_ROOT
 from policies.base import NLG, Policy
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy

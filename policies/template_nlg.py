@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
-from agent.ontology import REPO_ROOT
+from agent.paths import REPO_ROOT
 from policies.base import ModuleOutput, TurnContext
 from policies.questions import CHECK_ATTRIBUTES, OPEN_VALUES
 

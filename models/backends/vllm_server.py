@@ -59,6 +59,7 @@ class VLLMServerBackend:
         self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vllm-client")
         self._base_model: str | None = self.config["model"]
         self._lock = threading.Lock()
+        self.owned_server: Any = None  # a models.serve.VLLMServer this backend started (``launch:``) and stops
 
     # ------------------------------------------------------------------ public
 
@@ -80,6 +81,9 @@ class VLLMServerBackend:
     def close(self) -> None:
         self.pool.shutdown(wait=True)
         self.client.close()
+        if self.owned_server is not None:
+            self.owned_server.stop()
+            self.owned_server = None
 
     def __enter__(self) -> VLLMServerBackend:
         return self

@@ -50,3 +50,26 @@ def vllm_server_process(tiny_model_dir, tiny_adapters, tmp_path_factory):
 def vllm_server(vllm_server_process) -> str:
     """Base URL (``http://127.0.0.1:PORT``) of a real vLLM CPU server with LoRA modules nlu, pol, nlg."""
     return vllm_server_process.url
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL server: $MEDHX_TEST_POSTGRES_URL, else a throwaway cluster from .ci/postgres.sh.
+
+    Skips only outside CI when PostgreSQL is not installed (`bash .ci/install.sh --test` installs it).
+    """
+    import glob
+    import os
+    import subprocess
+
+    if url := os.environ.get("MEDHX_TEST_POSTGRES_URL"):
+        yield url
+        return
+    if not glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"):
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; .ci/install.sh --test should have installed it")
+        pytest.skip("PostgreSQL is not installed (bash .ci/install.sh --test installs it)")
+    script = Path(__file__).resolve().parent.parent / ".ci" / "postgres.sh"
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True)
+    yield out.stdout.strip().splitlines()[-1]
+    subprocess.run(["bash", str(script), "stop"], capture_output=True, text=True)

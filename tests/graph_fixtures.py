@@ -17,7 +17,6 @@ from agent.data import load_dialogues
 from agent.graph import InterviewState
 
 REPO = Path(__file__).resolve().parent.parent
-POSTGRES_ENV = "MEDHX_TEST_POSTGRES_URL"
 
 
 def gold_config(session_dir: Path | str | None = None, **session: object) -> dict:

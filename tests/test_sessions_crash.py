@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 from graph_fixtures import (
-    POSTGRES_ENV,
     assert_cmas_valid,
     chat_killed_in_node,
     gold_config,
@@ -98,10 +97,8 @@ def test_sqlite_kill_then_client_retries_every_utterance_by_key(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_postgres_kill_mid_turn_then_resume(tmp_path):
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        pytest.skip(f"{POSTGRES_ENV} is not set (start a server with: bash .ci/postgres.sh)")
+def test_postgres_kill_mid_turn_then_resume(tmp_path, postgres_url):
+    url = postgres_url
     sid = f"crash-pg-{os.getpid()}-{tmp_path.name}"
     session = {"store": "postgres", "postgres_url": url}
     try:

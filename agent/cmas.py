@@ -172,7 +172,7 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
     for a in spec.lists:
         fields[a] = (list[str] | None, None)
     if with_status and spec.statuses:
-        fields["status"] = (Literal[spec.statuses] | None, None)  # type: ignore[valid-type]
+        fields["status"] = (Literal[spec.statuses], ...)  # type: ignore[valid-type]
     suffix = "StatusAttr" if with_status else ""
     model_name = "".join(p.title() for p in spec.name.split("_")) + suffix + "Item"
     return create_model(model_name, __config__=_STRICT, **fields)
@@ -201,6 +201,14 @@ class NLUFrame(BaseModel):
     slots: Slots | None = None  # type: ignore[valid-type]
 
 
+class NLUFrameStatusAttr(BaseModel):
+    """An NLU frame in the status-as-attribute form of the paper's prompts."""
+
+    model_config = _STRICT
+    intent: Literal[PATIENT_INTENTS]  # type: ignore[valid-type]
+    slots: SlotsStatusAttr | None = None  # type: ignore[valid-type]
+
+
 class Check(BaseModel):
     model_config = _STRICT
     type: str
@@ -222,6 +230,7 @@ Action: type[BaseModel] = create_model(
 """One doctor action: ``{"action": "inquire", "symptom": [{"value": .., "checks": [..]}]}``."""
 
 _NLU = TypeAdapter(list[NLUFrame])
+_NLU_STATUS_ATTR = TypeAdapter(list[NLUFrameStatusAttr])
 _ACTIONS = TypeAdapter(list[Action])  # type: ignore[valid-type]
 
 
@@ -448,9 +457,10 @@ def _drop_nulls(schema: Any) -> Any:
     return schema
 
 
-def nlu_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
-    """JSON Schema of an NLU output (a list of frames), for constrained decoding."""
-    return _bound(_drop_nulls(_NLU.json_schema()), max_items, max_length)
+def nlu_json_schema(max_items: int | None = 8, max_length: int | None = 80, status_attribute: bool = False) -> dict:
+    """JSON Schema of an NLU output (a list of frames), for constrained decoding; prefix or attribute form."""
+    adapter = _NLU_STATUS_ATTR if status_attribute else _NLU
+    return _bound(_drop_nulls(adapter.json_schema()), max_items, max_length)
 
 
 def _slot_check_types(schema: dict) -> dict:
@@ -474,5 +484,9 @@ def action_json_schema(max_items: int | None = 8, max_length: int | None = 80) -
 
 
 def dumps(obj: Any) -> str:
-    """Compact, stable JSON used in prompts and targets."""
-    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+    """Compact JSON used in prompts and training targets.
+
+    No whitespace at all: constrained decoding forbids free whitespace (vLLM's
+    ``disable_any_whitespace``), so targets must be written the way decoding must write them.
+    """
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

@@ -11,11 +11,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from typing import Any
 
 from agent import cmas
 from agent.data import Example
@@ -29,31 +26,11 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = {"nlu": 256, "pol": 192, "nlg": 96}
 
 
-@lru_cache(maxsize=8)
-def nlu_status_attribute_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
-    """The NLU output schema in status-as-attribute form, for constraining the in-context format.
-
-    Built from ``cmas.SlotsStatusAttr`` and bounded/cleaned exactly as ``cmas.nlu_json_schema``
-    (whose helpers it reuses) so both forms constrain the same way.
-    """
-
-    class FrameStatusAttr(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-        intent: Literal[cmas.PATIENT_INTENTS]  # type: ignore[valid-type]
-        slots: cmas.SlotsStatusAttr | None = None  # type: ignore[valid-type]
-
-    schema = TypeAdapter(list[FrameStatusAttr]).json_schema()
-    for name, spec in cmas.SLOTS.items():  # the status decides the prefix: without it the frame cannot convert
-        if spec.statuses:
-            schema["$defs"][cmas.ITEM_MODELS_STATUS_ATTR[name].__name__]["required"] = ["status"]
-    return cmas._bound(cmas._drop_nulls(schema), max_items, max_length)
-
-
 def output_json_schema(task: str, mode: str, max_items: int | None = 8, max_length: int | None = 80) -> dict | None:
     """The structured-output constraint of a task's answer: arrays and strings bounded so decoding terminates."""
     if task == "nlu":
         if mode == "icl":
-            return nlu_status_attribute_json_schema(max_items, max_length)
+            return cmas.nlu_json_schema(max_items, max_length, status_attribute=True)
         return cmas.nlu_json_schema(max_items, max_length)
     if task == "pol":
         return cmas.action_json_schema(max_items, max_length)

@@ -41,10 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "device": "auto",  # auto | cpu | gpu
     "enforce_eager": "auto",  # auto = true on CPU
     # guidance (llguidance) emits strict JSON; xgrammar 0.2.8 let raw control characters into strings.
-    # disable_any_whitespace forces compact JSON: needed for random/untrained models that would
-    # otherwise never stop emitting whitespace, but off by default because prompts/targets use
-    # cmas.dumps (", " / ": " separators) and a fine-tuned model should keep its trained format.
-    "structured_outputs": {"backend": "guidance", "disable_any_whitespace": False},
+    # disable_any_whitespace forces compact JSON, the format cmas.dumps writes training targets in;
+    # random/untrained models would otherwise never stop emitting whitespace.
+    "structured_outputs": {"backend": "guidance", "disable_any_whitespace": True},
     "cpu_kvcache_space_gib": 2,
     "cpu_omp_threads_bind": "auto",
     "engine_args": {},  # any other vLLM engine argument, e.g. {tensor_parallel_size: 2}

@@ -11,7 +11,7 @@ from agent import cmas
 from agent.data import load_dialogues, task_examples
 from models import prompts
 from models.backends.base import GenerationRequest, GenerationResult
-from models.modules import LLMNLG, LLMNLU, LLMPolicy, nlu_status_attribute_json_schema, predict
+from models.modules import LLMNLG, LLMNLU, LLMPolicy, predict
 from models.parsing import ParseStats, parse_output
 from policies.base import NLG, NLU, ModuleOutput, Policy, TurnContext
 
@@ -94,7 +94,7 @@ def test_icl_mode_retrieves_exemplars_from_other_dialogues(hf, tmp_path):
     assert prompt == prompts.render_prompt(prompts.build_messages(query, "icl", list(reversed(shots))), nlu.tokenizer)
     assert all(s.dialog_id == "115" for s in shots)  # query is from 317
     request = nlu.request_for(query)
-    assert request.json_schema == nlu_status_attribute_json_schema()
+    assert request.json_schema == cmas.nlu_json_schema(status_attribute=True)
     out = nlu.run_one(query)
     assert out.meta["mode"] == "icl" and out.meta["prompt_tokens"] > 2000
     # a prompt budget drops the least similar exemplars first, then stops at zero exemplars

@@ -57,7 +57,7 @@ class VLLMOfflineBackend:
             kwargs.pop("max_lora_rank", None)
             kwargs.pop("max_loras", None)
         if structured_outputs is None:  # same default as models.serve (and why)
-            structured_outputs = {"backend": "guidance", "disable_any_whitespace": False}
+            structured_outputs = {"backend": "guidance", "disable_any_whitespace": True}
         if structured_outputs:
             kwargs["structured_outputs_config"] = dict(structured_outputs)
         self.model = resolve_base_model(model)

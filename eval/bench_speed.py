@@ -163,6 +163,27 @@ def plot(report: dict, path: Path) -> None:
     plt.close(fig)
 
 
+MIN_TOKENS_FOR_OVERHEAD = 8
+
+
+def constrained_overhead(runs: dict) -> dict:
+    """Decode time per generated token with and without the schema, the batch's prefill (a
+    max_tokens=1 run) taken out: constrained outputs are much shorter than free ones, so per-turn
+    times would mislead. When constrained turns are too short (an untrained model answers ``[]``),
+    the remainder is grammar set-up and noise, and no per-token overhead is reported."""
+    prefill = runs["vllm_prefill_only"]["seconds"]
+    decode = {n: runs[n]["seconds"] - prefill for n in ("vllm", "vllm_constrained")}
+    tokens = {n: runs[n]["completion_tokens"] for n in decode}
+    per_turn = tokens["vllm_constrained"] / max(runs["vllm_constrained"]["turns"], 1)
+    if per_turn < MIN_TOKENS_FOR_OVERHEAD or min(decode.values()) <= 0:
+        return {"decode_s_per_token": None, "constrained_overhead_per_token": None,
+                "constrained_note": f"constrained outputs average {per_turn:.1f} tokens per turn: too short "
+                                    "to time masking per token (use a trained NLU adapter)"}
+    per_token = {n: decode[n] / max(tokens[n], 1) for n in decode}
+    return {"decode_s_per_token": per_token,
+            "constrained_overhead_per_token": per_token["vllm_constrained"] / per_token["vllm"] - 1}
+
+
 def run_bench(config: dict) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -187,13 +208,7 @@ def run_bench(config: dict) -> dict:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if "vllm_constrained" in runs:
-        # Decode time per generated token, the batch's prefill time (a max_tokens=1 run) taken out:
-        # constrained outputs are much shorter than free ones, so per-turn times would mislead.
-        prefill = runs["vllm_prefill_only"]["seconds"]
-        per_token = {n: max(runs[n]["seconds"] - prefill, 1e-9) / max(runs[n]["completion_tokens"], 1)
-                     for n in ("vllm", "vllm_constrained")}
-        report["decode_s_per_token"] = per_token
-        report["constrained_overhead_per_token"] = per_token["vllm_constrained"] / per_token["vllm"] - 1
+        report.update(constrained_overhead(runs))
     out = Path(config["output_dir"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -207,8 +222,9 @@ def summary_line(report: dict) -> str:
             f"ratio={report['ratio_turns_per_s']:.1f}x tokens/s hf={r['hf']['tokens_per_s']:.1f} "
             f"vllm={r['vllm']['tokens_per_s']:.1f}")
     if "vllm_constrained" in r:
+        overhead = report.get("constrained_overhead_per_token")
         line += (f" constrained turns/s={r['vllm_constrained']['turns_per_s']:.2f} "
-                 f"overhead/token={100 * report['constrained_overhead_per_token']:+.0f}%")
+                 f"overhead/token={'n/a' if overhead is None else f'{100 * overhead:+.0f}%'}")
     return line
 
 

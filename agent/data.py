@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent import cmas
+from agent.paths import REPO_ROOT
 
 SPLITS = ("train", "valid", "test")
 Speaker = Literal["doctor", "patient"]
 Task = Literal["nlu", "pol", "nlg"]
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "meditod"
-DEFAULT_OSCE_DIR = Path(__file__).resolve().parent.parent / "data" / "osce_transcripts"
+DEFAULT_DATA_DIR = REPO_ROOT / "data" / "meditod"
+DEFAULT_OSCE_DIR = REPO_ROOT / "data" / "osce_transcripts"
 
 
 @dataclass

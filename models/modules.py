@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ def output_json_schema(task: str, mode: str, max_items: int | None = 8, max_leng
     return None
 
 
+@lru_cache(maxsize=4)
 def load_tokenizer(name_or_path: str) -> Any:
+    """One tokenizer per base model, shared by the NLU, POL and NLG modules that use it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from transformers import AutoTokenizer
@@ -103,8 +106,7 @@ class LLMModule:
         self.k = k
         self.max_tokens = max_tokens or DEFAULT_MAX_TOKENS[self.task]
         self.history = history
-        self.constrained = constrained
-        self.schema_bounds = (schema_max_items, schema_max_length)
+        self.schema = output_json_schema(self.task, mode, schema_max_items, schema_max_length) if constrained else None
         self.max_prompt_tokens = max_prompt_tokens
         self.stats = ParseStats()
 
@@ -124,8 +126,7 @@ class LLMModule:
             exemplars = exemplars[1:]
 
     def request_for(self, example: Example) -> GenerationRequest:
-        schema = output_json_schema(self.task, self.mode, *self.schema_bounds) if self.constrained else None
-        return GenerationRequest(prompt=self.prompt_for(example), adapter=self.adapter, json_schema=schema,
+        return GenerationRequest(prompt=self.prompt_for(example), adapter=self.adapter, json_schema=self.schema,
                                  max_tokens=self.max_tokens)
 
     # ------------------------------------------------------------------ run

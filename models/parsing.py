@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +72,9 @@ def extract_block(text: str) -> str | None:
     return text[:end] if end is not None else text
 
 
-def _balanced_end(text: str) -> int | None:
-    """Index just past the bracket closing ``text[0]``, or None when the text ends first (truncation)."""
-    depth, quote, escaped = 0, None, False
+def _outside_strings(text: str, quotes: str = '"') -> Iterator[tuple[int, str]]:
+    """``(index, char)`` of every character that is not inside a string literal (escapes honoured)."""
+    quote, escaped = None, False
     for i, ch in enumerate(text):
         if quote:
             if escaped:
@@ -82,9 +83,17 @@ def _balanced_end(text: str) -> int | None:
                 escaped = True
             elif ch == quote:
                 quote = None
-        elif ch in "\"'":
+        elif ch in quotes:
             quote = ch
-        elif ch in "[{":
+        else:
+            yield i, ch
+
+
+def _balanced_end(text: str) -> int | None:
+    """Index just past the bracket closing ``text[0]``, or None when the text ends first (truncation)."""
+    depth = 0
+    for i, ch in _outside_strings(text, "\"'"):
+        if ch in "[{":
             depth += 1
         elif ch in "]}":
             depth -= 1
@@ -149,19 +158,8 @@ def close_truncated(text: str) -> Any:
     """
     stack: list[str] = []
     cuts: list[tuple[int, str]] = []
-    in_str, escaped = False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch in "[{":
+    for i, ch in _outside_strings(text):
+        if ch in "[{":
             stack.append(ch)
         elif ch in "]}":
             if stack:

@@ -14,6 +14,8 @@ import logging
 import os
 from pathlib import Path
 
+from agent.paths import cache_root
+
 log = logging.getLogger(__name__)
 
 EMBEDDED_NAME = "smollm2"
@@ -23,8 +25,7 @@ MARKER = ".medhx-prepared.json"
 
 def default_cache_dir() -> Path:
     """``$MEDHX_CACHE/models/smollm2-135m-instruct``, ``~/.cache/medhx/...`` when unset."""
-    root = Path(os.environ.get("MEDHX_CACHE") or Path.home() / ".cache" / "medhx")
-    return root / "models" / MODEL_DIRNAME
+    return cache_root() / "models" / MODEL_DIRNAME
 
 
 def find_gguf() -> Path:

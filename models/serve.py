@@ -23,8 +23,9 @@ from typing import Any
 
 import httpx
 
+from agent.paths import cache_root
 from models.backends.base import BackendError
-from models.prepare import default_cache_dir, resolve_base_model
+from models.prepare import resolve_base_model
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ def ensure_server(launch: str | Path | dict, url: str) -> VLLMServer | None:
     config = dict(launch) if isinstance(launch, dict) else load_serve_config(launch)
     parsed = httpx.URL(url)
     config.update(host=parsed.host, port=parsed.port or 8000)
-    log_file = config.get("log_file") or default_cache_dir().parent.parent / "logs" / f"vllm-{config['port']}.log"
+    log_file = config.get("log_file") or cache_root() / "logs" / f"vllm-{config['port']}.log"
     print(f"starting a local vLLM server at {url} (about a minute on CPU; log: {log_file})", file=sys.stderr, flush=True)
     return VLLMServer(config, log_file=log_file).start()
 

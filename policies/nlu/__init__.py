@@ -1,0 +1,2 @@
+"""NLU kinds that are not a bare LLM: the knowledge-based clinical NLU and the ensemble that merges an LLM's
+grounded frames with it."""

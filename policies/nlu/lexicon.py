@@ -1,0 +1,152 @@
+"""The clinical NLU's lexicon: which words name which CMAS value.
+
+One file (``configs/nlu_lexicon.yaml``) lists, per slot type, the value the NLU emits and the lay
+phrases that name it; the questionnaire ontology's surface keywords (symptoms, diseases, antecedents)
+are added to the value whose vocabulary code they share. Every emitted value must resolve in the
+shared vocabulary (``agent.ontology``), so the state gate, the red-flag rules and the policy all
+recognise what this NLU writes: the lexicon fails to load otherwise, naming the value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from agent import cmas
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.paths import REPO_ROOT
+
+DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
+CONDITION = "condition"
+"""Pseudo slot type of ``conditions``: medical history of the patient, or family history of a relative."""
+
+_KEYS = {"values", "conditions", "relations", "locations", "factors", "answers", "acknowledgements"}
+_MAX_KEYWORD_WORDS = 4
+
+
+class LexiconError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Term:
+    """A phrase and what it names: ``base`` is a CMAS slot type (or ``condition``), ``value`` the emitted value."""
+
+    phrase: str
+    base: str
+    value: str
+
+
+@dataclass
+class Lexicon:
+    terms: list[Term]
+    relations: tuple[str, ...]
+    locations: dict[str, str]  # lay phrase -> location value
+    factors: dict[str, str]  # lay phrase -> factor value
+    answers: dict[str, tuple[str, ...]]  # affirm / deny / unsure -> phrases
+    acknowledgements: frozenset[str]
+    by_value: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def phrases(self, base: str, value: str) -> list[str]:
+        return self.by_value.get((base, value), [])
+
+
+def _phrases(raw: object, where: str) -> list[str]:
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise LexiconError(f"{where}: expected a list of phrases")
+    return [" ".join(p.lower().split()) for p in raw]
+
+
+def _value_table(raw: object, where: str) -> dict[str, list[str]]:
+    if not isinstance(raw, dict):
+        raise LexiconError(f"{where}: expected a mapping value -> [phrases]")
+    return {str(v): _phrases(p, f"{where}.{v}") for v, p in raw.items()}
+
+
+# Single words the ontology lists as keywords of some symptom that, said by a patient, name no symptom
+# (body parts, "symptoms", "all"): matching them would put invented symptoms in the state.
+_NOT_A_SYMPTOM_WORD = frozenset("""
+all general symptom symptoms back backs bed arm arms leg legs face faces facial eye eyes eyeball eyeballs mouth nose
+noses throat neck necks head heads heart cardiac chest chests stomach stomachs abdomen abdomens abdominal foot feet limb
+limbs extremity extremities tongue tongues vision hearing discharge discomfort discomforts weakness weaknesses spell
+spells stool gas burning rigid rigidity os cor globe smelling cheek cheeks clot clots bleed bleeding jaw jaws pes pedal
+dorsum caput collum nasal ocular flush prolapse prolapses tenderness spasm spasms drainage ulcer ulcers brachium
+thorax thoraces gastric gastro pharynx pharyngeal oculus palpebra eyelid eyelids
+""".split())
+
+
+def _usable_keyword(k: str) -> bool:
+    # UMLS-style keywords ("fever, unspecified", "temperature;high", "pain nos") are not what people say.
+    if not k or any(c in k for c in ",;()[]/<>+?") or "--" in k or " nos" in k:
+        return False
+    words = k.split()
+    return len(words) <= _MAX_KEYWORD_WORDS and not (len(words) == 1 and k in _NOT_A_SYMPTOM_WORD)
+
+
+def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]]) -> list[Term]:
+    """Ontology keywords, attached to the lexicon value that shares their code (or to the code itself)."""
+    out: list[Term] = []
+    onto = vocab.ontology
+    by_code: dict[str, str] = {}
+    for value in emitted.get("symptom", {}):
+        code = vocab.code("symptom", value)
+        if code is not None:
+            by_code.setdefault(code, value)
+    codes_of: dict[str, set[str]] = {}
+    for entry in onto.symptoms.values():
+        for k in (entry.display_name, *entry.keywords):
+            codes_of.setdefault(" ".join(k.lower().split()), set()).add(entry.code)
+    for k, codes in codes_of.items():
+        if len(codes) == 1 and _usable_keyword(k):  # a keyword of several symptoms names none of them
+            code = next(iter(codes))
+            out.append(Term(k, "symptom", by_code.get(code, code)))
+    return out
+
+
+def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None) -> Lexicon:
+    vocab = vocab or default_vocabulary()
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(raw, dict):
+        raise LexiconError(f"{path}: expected a mapping")
+    if unknown := set(raw) - _KEYS:
+        raise LexiconError(f"{path}: unknown keys {sorted(unknown)}; allowed: {sorted(_KEYS)}")
+    values = raw.get("values") or {}
+    emitted: dict[str, dict[str, list[str]]] = {}
+    for base, table in values.items():
+        if base not in cmas.SLOTS or not cmas.SLOTS[base].medical:
+            raise LexiconError(f"{path}: values.{base}: not a medical CMAS slot type")
+        emitted[base] = _value_table(table, f"{path}: values.{base}")
+    conditions = _value_table(raw.get("conditions") or {}, f"{path}: conditions")
+    for base, table in [*emitted.items(), *(("medical_history", conditions), ("family_history", conditions))]:
+        for value in table:
+            if not vocab.known(base, value):
+                raise LexiconError(f"{path}: {value!r} is neither an ontology code nor a configs/vocabulary.yaml "
+                                   f"term of {base}: add it to the vocabulary or fix the spelling")
+    terms = [Term(p, base, v) for base, table in emitted.items() for v, ps in table.items() for p in ps]
+    terms += [Term(p, CONDITION, v) for v, ps in conditions.items() for p in ps]
+    explicit = {t.phrase for t in terms}
+    terms += [t for t in _ontology_terms(vocab, emitted) if t.phrase not in explicit]
+    locations = {p: v for v, ps in _value_table(raw.get("locations") or {}, f"{path}: locations").items() for p in ps}
+    factors = {p: v for v, ps in _value_table(raw.get("factors") or {}, f"{path}: factors").items() for p in ps}
+    answers = raw.get("answers") or {}
+    if set(answers) != {"affirm", "deny", "unsure"}:
+        raise LexiconError(f"{path}: answers needs exactly affirm, deny and unsure")
+    lex = Lexicon(
+        terms=terms,
+        relations=tuple(_phrases(raw.get("relations") or [], f"{path}: relations")),
+        locations=locations,
+        factors=factors,
+        answers={k: tuple(_phrases(v, f"{path}: answers.{k}")) for k, v in answers.items()},
+        acknowledgements=frozenset(_phrases(raw.get("acknowledgements") or [], f"{path}: acknowledgements")),
+    )
+    for t in terms:
+        lex.by_value.setdefault((t.base, t.value), []).append(t.phrase)
+    return lex
+
+
+@lru_cache(maxsize=2)
+def default_lexicon() -> Lexicon:
+    return load_lexicon()

@@ -206,7 +206,8 @@ class Agent:
     max_turns: int = DEFAULT_MAX_TURNS
     review: bool = False
     guard_nlg: NLG | None = None
-    nlu_vocabulary: Any = None  # set: NLU values it does not know are set aside (config nlu.known_values_only)
+    nlu_vocabulary: Any = None  # set: ungrounded NLU values are set aside (config nlu.grounding, agent.grounding)
+    nlu_ground_words: bool = False  # free-text values must also occur in the patient's words
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -280,7 +281,9 @@ class _Nodes:
 
     def nlu(self, s: InterviewState) -> dict:
         out = self.agent.nlu.understand(s.context())
-        admitted = safety.admit_frames(out.value, self.agent.nlu_vocabulary)
+        said = s.turns[-1].text if s.turns and s.turns[-1].speaker == "patient" else None
+        utterance = said if self.agent.nlu_ground_words else None
+        admitted = safety.admit_frames(out.value, self.agent.nlu_vocabulary, utterance)
         meta = {"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
                 "extra": {**out.extra, **admitted.rejected}, **_plain(out.meta)}
         if admitted.rejected:
@@ -532,19 +535,16 @@ def build_agent(config: dict) -> Agent:
 
     try:
         nlu_cfg = config["nlu"]
-        if nlu_cfg["kind"] == "model":
-            agent.nlu = llm("nlu")
-        elif nlu_cfg["kind"] == "gold":
-            from agent.gold_nlu import GoldNLU
-
-            agent.nlu = GoldNLU.from_dir(resolve_path(nlu_cfg.get("data", "data/meditod")))
-        else:
-            raise ValueError(f"config: nlu kind {nlu_cfg['kind']!r} unknown; use model or gold")
-
-        if nlu_cfg.get("known_values_only"):
+        agent.nlu = build_nlu(nlu_cfg, lambda: llm("nlu"))
+        # grounding (agent.grounding) is on for every kind but the gold oracle unless a config turns it off
+        # (`known_values_only` is its earlier name). Head values are checked against the vocabulary for every
+        # kind; free text against the patient's words for a bare model (the clinical NLU takes its values from
+        # its lexicon, and the ensemble grounds its model part itself).
+        if nlu_cfg.get("grounding", nlu_cfg.get("known_values_only", nlu_cfg["kind"] != "gold")):
             from agent.ontology import default_vocabulary
 
             agent.nlu_vocabulary = default_vocabulary()
+            agent.nlu_ground_words = nlu_cfg["kind"] == "model"
 
         from policies.registry import make_nlg, make_policy
         from policies.template_nlg import TemplateNLG
@@ -562,6 +562,35 @@ def build_agent(config: dict) -> Agent:
         agent.close()
         raise
     return agent
+
+
+NLU_KINDS = ("clinical", "ensemble", "model", "gold")
+
+
+def build_nlu(cfg: dict, llm: Callable[[], Any]) -> NLU:
+    """The NLU of an ``nlu`` config section: ``clinical`` (knowledge-based, policies.nlu.clinical), ``model``
+    (an LLM module; ``llm`` builds it), ``ensemble`` (both, merged: policies.nlu.ensemble) or ``gold``
+    (the dataset's annotations, the oracle setting)."""
+    kind = cfg.get("kind")
+    if kind == "clinical":
+        from policies.nlu.clinical import ClinicalNLU
+        from policies.nlu.lexicon import DEFAULT_LEXICON, load_lexicon
+
+        return ClinicalNLU(load_lexicon(resolve_path(cfg["lexicon"])) if cfg.get("lexicon") else load_lexicon(DEFAULT_LEXICON))
+    if kind == "model":
+        return llm()
+    if kind == "ensemble":
+        from policies.nlu.clinical import ClinicalNLU
+        from policies.nlu.ensemble import EnsembleNLU
+        from policies.nlu.lexicon import load_lexicon
+
+        clinical = ClinicalNLU(load_lexicon(resolve_path(cfg["lexicon"]))) if cfg.get("lexicon") else ClinicalNLU()
+        return EnsembleNLU(llm(), clinical)
+    if kind == "gold":
+        from agent.gold_nlu import GoldNLU
+
+        return GoldNLU.from_dir(resolve_path(cfg.get("data", "data/meditod")))
+    raise ValueError(f"config: nlu kind {kind!r} unknown; use one of {NLU_KINDS}")
 
 
 def _retriever(task: str, cfg: dict) -> Any:

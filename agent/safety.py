@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
+from agent.grounding import ground_frames
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
 from agent.tracker import update_state
@@ -226,33 +227,18 @@ class Admitted:
     rejected: dict
 
 
-def admit_frames(raw: object, vocab: Vocabulary | None = None) -> Admitted:
+def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | None = None) -> Admitted:
     """The only door from NLU output to the patient state: schema-valid CMAS frames pass, anything else
     (unknown slots, attributes, intents, free text, instructions) is set aside and reported.
 
-    With ``vocab``, a medical item whose head value the vocabulary does not know is set aside too:
-    MediTOD's medical values are canonical concepts, and an untrained NLU invents others.
+    With ``vocab``, the frames must also be grounded (``agent.grounding``): a medical head value the vocabulary
+    does not know is set aside, and with ``utterance`` so is a free-text value the patient did not say.
     """
     lenient = cmas.parse_nlu_lenient(raw)
     frames, rejected = cmas.parse_nlu(lenient.value), dict(lenient.extra)
     if vocab is not None:
-        frames = [_known_only(i, f, vocab, rejected) for i, f in enumerate(frames)]
+        frames = cmas.parse_nlu(ground_frames(frames, utterance, vocab, rejected))
     return Admitted(frames, rejected)
-
-
-def _known_only(i: int, frame: dict, vocab: Vocabulary, rejected: dict) -> dict:
-    slots = {}
-    for name, items in (frame.get("slots") or {}).items():
-        base = cmas.split_slot_name(name)[1]
-        keep = []
-        for j, item in enumerate(items):
-            if cmas.SLOTS[base].medical and not vocab.known(base, item["value"]):
-                rejected[f"{i}.slots.{name}.{j}"] = {"unrecognized_value": item}
-            else:
-                keep.append(item)
-        if keep:
-            slots[name] = keep
-    return {"intent": frame["intent"], **({"slots": slots} if slots else {})}
 
 
 def apply_patient_turn(state: dict, raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict, Admitted]:

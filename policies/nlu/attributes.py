@@ -77,6 +77,7 @@ _VOLUME = re.compile(rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+|half a)\s*(?:to\s+{_NU
                      r"spoonfuls?|cupfuls?)(?:\s+(?:a|per|each)\s+(?:day|hour))?)\b")
 
 _AGG = re.compile(r"\b(worse|aggravat\w*|trigger\w*|brings? (?:it )?on|sets? (?:it )?off|worsens?|flares? up|harder)\b")
+_WHEN = re.compile(r"\b(?:when|whenever|every time|if|after|on)\s+(?:i|i'm|i am|going|climbing|walking|doing)\b")
 _ALL = re.compile(r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?)\b")
 _NEG_FACTOR = re.compile(r"\b(nothing|not really|doesn't|does not|didn't|hasn't|don't|isn't)\b")
 
@@ -209,7 +210,7 @@ def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
     hits = phrase_hits(text, table)
     if not hits:
         return {}
-    if _AGG.search(text):
+    if _AGG.search(text) or (_WHEN.search(text) and not _ALL.search(text)):
         kind = "aggravating_factor"
     elif _ALL.search(text):
         kind = "alleviating_factor"

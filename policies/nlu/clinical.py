@@ -403,7 +403,8 @@ class ClinicalNLU:
             if named:
                 continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
             known = self._state_status(state, base, value)
-            extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, dry=True)
+            busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
+            extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, dry=True, busy=busy)
             attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
             if known and attribute_question:
                 # "does anything make it worse?" - "No": says nothing about having the symptom
@@ -414,7 +415,7 @@ class ClinicalNLU:
                 continue
             if base == "medical_test":
                 item_status = TEST_STATUS.get(item_status, item_status)
-            self._answer_checks(frame, base, value, checks, sents, item_status, polarity, topic)
+            self._answer_checks(frame, base, value, checks, sents, item_status, polarity, topic, busy=busy)
 
     def _doctor_topic(self, doctor: str) -> str | None:
         """The symptom or condition the doctor's utterance is about ("anything for this cough?"): what a
@@ -446,16 +447,19 @@ class ClinicalNLU:
                 item[kind] = values[0]
 
     def _answer_checks(self, frame: Frame, base: str, value: str, checks: list[dict], sents: list[str],
-                       status: str | None, polarity: str | None, topic: str | None = None, dry: bool = False) -> bool:
+                       status: str | None, polarity: str | None, topic: str | None = None, dry: bool = False,
+                       busy: set[int] | None = None) -> bool:
         """Attributes the answer gives for the asked checks; with ``dry`` only whether there are any."""
         found: dict = {}
         kinds = {c.get("type") for c in checks}
         whole = " ".join(sents)
         if base == "symptom":
-            for clause in sents:
+            for i, clause in enumerate(sents):
+                if i in (busy or set()):
+                    continue  # "I smoke a pack a day" answers nothing about the asked cough
                 for k, v in self._symptom_attributes(clause, value, kinds).items():
                     wanted = (k in kinds or k in ("onset", "severity", "progression", "duration", "frequency")
-                              or (k.endswith("factor") and "ana_factors" in kinds)
+                              or k.endswith("factor")
                               or (k.endswith("characteristics") and "characteristics" in kinds))
                     if wanted:
                         _set(found, k, v)

@@ -1,0 +1,82 @@
+"""The ``ensemble`` NLU kind: an LLM's grounded frames merged into the clinical NLU's.
+
+Rules (in this order; the README states them too):
+1. Both NLUs read the turn. The LLM's output passes the CMAS gate and grounding (``agent.safety.admit_frames``
+   with the utterance): unknown medical values and free text the patient did not say are set aside, recorded
+   in ``extra``, never merged.
+2. The clinical frame is the base: its items, statuses and attributes stand.
+3. An LLM item whose value the clinical NLU did not find (by vocabulary concept, any status) is added.
+4. For an item both found, LLM attributes the clinical item lacks are added; a value both give stays the
+   clinical one. A status disagreement keeps the clinical status (ConText reads negation from the words) and
+   is recorded in ``meta["disagreements"]``.
+5. Intent: ``inform`` when any slot results; else the clinical intent.
+"""
+
+from __future__ import annotations
+
+from agent import cmas
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.safety import admit_frames
+from policies.base import NLU, ModuleOutput, TurnContext
+from policies.nlu.clinical import ClinicalNLU
+
+
+def _items(frames: list[dict]) -> dict[tuple[str, str], tuple[str, dict]]:
+    out: dict[tuple[str, str], tuple[str, dict]] = {}
+    for f in frames:
+        for name, items in (f.get("slots") or {}).items():
+            status, base = cmas.split_slot_name(name)
+            for it in items:
+                key = (base, str(it.get("value", ""))) if cmas.SLOTS[base].medical else (base, "")
+                out.setdefault(key, (name, it))
+    return out
+
+
+class EnsembleNLU:
+    def __init__(self, model: NLU, clinical: ClinicalNLU | None = None, vocab: Vocabulary | None = None):
+        self.model = model
+        self.clinical = clinical or ClinicalNLU()
+        self.vocab = vocab or default_vocabulary()
+
+    def _find(self, have: dict, base: str, value: str):
+        for (b, v), entry in have.items():
+            if b == base and (v == value or (value and self.vocab.same(base, v, value))):
+                return entry
+        return None
+
+    def understand(self, ctx: TurnContext) -> ModuleOutput:
+        rule = self.clinical.understand(ctx)
+        model = self.model.understand(ctx)
+        utterance = ctx.turns[-1][1] if ctx.turns else ""
+        admitted = admit_frames(model.value, self.vocab, utterance)
+        merged: dict[str, list[dict]] = {}
+        for f in rule.value:
+            for name, items in (f.get("slots") or {}).items():
+                merged.setdefault(name, []).extend(dict(it) for it in items)
+        have = _items([{"intent": "inform", "slots": merged}])
+        added, enriched, disagreements = [], [], []
+        for (base, value), (name, item) in _items(admitted.frames).items():
+            found = self._find(have, base, value)
+            if found is None:
+                merged.setdefault(name, []).append(dict(item))
+                added.append(f"{name}:{value}")
+                continue
+            rule_name, rule_item = found
+            if rule_name != name:
+                disagreements.append({"value": value, "clinical": rule_name, "model": name})
+            new = {k: v for k, v in item.items() if k not in rule_item}
+            if new:
+                rule_item.update(new)
+                enriched.append(f"{rule_name}:{value}:{','.join(sorted(new))}")
+        if merged:
+            frames = cmas.parse_nlu([{"intent": "inform", "slots": merged}])
+        else:
+            frames = rule.value
+        meta = {
+            "nlu": "ensemble", "model_raw": model.raw, "model_format_error": model.format_error,
+            "added_from_model": added, "enriched_from_model": enriched, "disagreements": disagreements,
+            "latency_s": round(float(rule.meta.get("latency_s") or 0) + float(model.meta.get("latency_s") or 0), 6),
+            **{f"model_{k}": v for k, v in model.meta.items() if k in ("prompt_tokens", "completion_tokens", "adapter")},
+        }
+        return ModuleOutput(value=frames, raw=model.raw, format_error=None, repaired=model.repaired,
+                            extra={**model.extra, **admitted.rejected}, meta=meta)

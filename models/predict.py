@@ -14,7 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from agent import safety
 from agent.data import DEFAULT_DATA_DIR, load_dialogues, task_examples
+from policies.base import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +55,70 @@ def build_retriever(settings: dict, task: str, data_dir: str, history: int | Non
                                cache_dir=r.get("cache_dir"))
 
 
+NON_LLM_NLU = ("clinical", "ensemble", "gold")
+
+
+def teacher_forced_contexts(dialogues) -> list[tuple[str, int, TurnContext]]:
+    """One context per annotated patient turn, as the live agent would have it with the gold past: the dialogue
+    so far, the gold doctor actions so far, and the gold patient state before the turn."""
+    out = []
+    for d in dialogues:
+        turns: list[tuple[str, str]] = []
+        past: list[list[dict]] = []
+        state: dict = {}
+        for u in d.utterances:
+            turns.append((u.speaker, u.text))
+            if u.speaker == "doctor":
+                past.append(u.actions or [])
+                continue
+            if u.nlu is not None:
+                out.append((d.dialog_id, u.uttr_id, TurnContext(turns=list(turns), state=dict(state), past_actions=list(past))))
+            state = u.dialog_state if u.dialog_state is not None else state
+    return out
+
+
+def run_predict_nlu_module(config: dict, data_dir: str, split: str, out: str | Path, limit: int | None = None,
+                           progress: bool = True) -> dict:
+    """``medhx predict --task nlu`` for any NLU kind the config names (clinical, ensemble, gold, model): the
+    agent's own NLU module, turn by turn, with the gold previous doctor actions as context."""
+    import time
+
+    from tqdm import tqdm
+
+    from agent.graph import build_agent
+
+    contexts = teacher_forced_contexts(load_dialogues(data_dir, split))
+    if not contexts:
+        raise ValueError(f"no nlu turns in split {split!r} of {data_dir}")
+    contexts = contexts[:limit] if limit else contexts
+    agent = build_agent(config)
+    rows, seconds = [], []
+    try:
+        for dialog_id, uttr_id, ctx in tqdm(contexts, desc=f"nlu ({config['nlu']['kind']})", disable=not progress):
+            t0 = time.perf_counter()
+            result = agent.nlu.understand(ctx)
+            admitted = safety.admit_frames(result.value, agent.nlu_vocabulary,
+                                           ctx.turns[-1][1] if agent.nlu_ground_words else None)
+            seconds.append(time.perf_counter() - t0)
+            rows.append({"dialog_id": dialog_id, "uttr_id": uttr_id, "prediction": admitted.frames, "raw": result.raw,
+                         "format_error": result.format_error, "extra": {**result.extra, **admitted.rejected} or None,
+                         "latency_s": round(seconds[-1], 6)})
+    finally:
+        agent.close()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    ms = sorted(1000 * x for x in seconds)
+    return {"task": "nlu", "kind": config["nlu"]["kind"], "split": split, "rows": len(rows), "out": str(out),
+            "ms_per_turn_mean": round(sum(ms) / len(ms), 3), "ms_per_turn_p50": round(ms[len(ms) // 2], 3)}
+
+
 def run_predict(config: dict, task: str, data_dir: str, split: str, out: str | Path, limit: int | None = None,
                 overrides: dict | None = None, progress: bool = True) -> dict:
+    if task == "nlu" and (config.get("nlu") or {}).get("kind") in NON_LLM_NLU:
+        if overrides:
+            raise ValueError(f"--mode/--adapter apply to kind: model, not nlu kind {config['nlu']['kind']!r}")
+        return run_predict_nlu_module(config, data_dir, split, out, limit, progress)
     from models.backends import make_backend
     from models.modules import predict, resolve_tokenizer
     from models.parsing import ParseStats
@@ -89,7 +153,8 @@ def run_predict(config: dict, task: str, data_dir: str, split: str, out: str | P
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("predict", help="run one LLM module over a split and write a prediction file for medhx score")
+    p = sub.add_parser("predict", help="run one module over a split (teacher-forced) and write a prediction file for "
+                                       "medhx score; --task nlu runs whatever NLU kind the config names")
     p.add_argument("--config", required=True, help="agent YAML with backends and nlu/policy/nlg sections")
     p.add_argument("--task", required=True, choices=tuple(SECTIONS))
     p.add_argument("--data", default=str(DEFAULT_DATA_DIR), help="directory with dialogs.json and *_ids.json")

@@ -210,6 +210,14 @@ def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
     hits = phrase_hits(text, table)
     if not hits:
         return {}
+    if _ALL.search(text) and _AGG.search(text):  # "worse at night and better with rest": one clause each
+        parts = [p for p in re.split(r"\b(?:and|but|while|although|whereas)\b|[,;]", text) if p.strip()]
+        if len(parts) > 1:
+            out: dict[str, list[str]] = {}
+            for part in parts:
+                for k, v in factors(part, table).items():
+                    out.setdefault(k, []).extend(x for x in v if x not in out.get(k, []))
+            return out
     if _AGG.search(text) or (_WHEN.search(text) and not _ALL.search(text)):
         kind = "aggravating_factor"
     elif _ALL.search(text):

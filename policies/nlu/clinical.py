@@ -285,8 +285,10 @@ class ClinicalNLU:
 
     def _intent(self, whole: str) -> str:
         t = re.sub(r"[^\w\s']", " ", whole)
-        t = " ".join(t.split())
-        if not t or t in self.lexicon.acknowledgements or all(w in self.lexicon.acknowledgements for w in t.split()):
+        t = f" {' '.join(t.split())} "
+        for phrase in sorted(self.lexicon.acknowledgements, key=len, reverse=True):
+            t = t.replace(f" {phrase} ", " ")
+        if not t.strip():
             return "nod_prompt_salutations"
         return "chit-chat"
 

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "models.prepare",  # medhx models prepare
     "models.train",  # medhx train
     "models.predict",  # medhx predict --task nlu|pol|nlg
+    "models.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
     "models.serve",  # medhx serve
     "eval.bench_speed",  # medhx bench-speed
     "agent.chat",  # medhx chat --cli

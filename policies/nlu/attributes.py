@@ -232,6 +232,12 @@ def age(text: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
+def bare_age(text: str) -> str | None:
+    """An age given as a bare number, when the doctor asked for it ("Sure, 39.")."""
+    m = re.search(r"\b(\d{1,3})\b", text)
+    return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
+
+
 def sex(text: str) -> str | None:
     m = _SEX.search(text)
     if not m:

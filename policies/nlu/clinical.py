@@ -308,8 +308,12 @@ class ClinicalNLU:
         if self.vocab.same("symptom", value, "colored/excess sputum"):
             _set(out, "color", attr.color(clause))
             _set(out, "volume", attr.volume(clause))
-        if value in ("pain", "swelling", "dermatologic problem", "paresthesia", "weak limbs"):
-            _set(out, "location", attr.phrase_hits(clause, self.lexicon.locations))
+        if "pain" in value or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs") or \
+                "location" in asked_checks:
+            _set(out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations)
+                                   if x not in value])  # "chest pain" located in the chest says nothing new
+        if value != "coughing" and ("characteristics" in asked_checks or "pain" in value):
+            _set(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))
         if value == "coughing":
             kinds = [v for k, v in _COUGH_KIND.items() if re.search(rf"\b{k}\b", clause)]
             if kinds and ("characteristics" in asked_checks or re.search(r"\b(dry|wet|productive|barky|harsh)\b", clause)):
@@ -355,7 +359,8 @@ class ClinicalNLU:
 
     def _records(self, frame: Frame, text: str, whole: str, asked: list) -> None:
         asked_bases = {b for b, _, _ in asked}
-        if (a := attr.age(whole)) and ("basic_information" in asked_bases or "years old" in whole):
+        a = attr.age(whole) or (attr.bare_age(whole) if "basic_information" in asked_bases else None)
+        if a and ("basic_information" in asked_bases or "years old" in whole):
             frame.record("basic_information")["age"] = a
         if s := attr.sex(whole):
             frame.record("basic_information")["sex"] = s
@@ -382,6 +387,7 @@ class ClinicalNLU:
         status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
         named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
         topic = self._doctor_topic(doctor)
+        doctor_factors = self._doctor_factors(doctor, polarity)
         for base, value, checks in asked:
             spec = cmas.SLOTS[base]
             if not spec.medical:
@@ -408,6 +414,14 @@ class ClinicalNLU:
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
             extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, dry=True, busy=busy)
             attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
+            if known == "positive" and not checks and status == "negative" and not extracted:
+                continue  # "is the pain radiating?" - "No": the patient still has the pain
+            if known and base == "symptom" and doctor_factors and not extracted and \
+                    any(c.get("type") == "ana_factors" for c in checks):
+                item = frame.item(base, value, known)
+                for k, v in doctor_factors.items():
+                    _set(item, k, v)
+                continue
             if known and attribute_question:
                 # "does anything make it worse?" - "No": says nothing about having the symptom
                 item_status = known if extracted else None
@@ -418,6 +432,17 @@ class ClinicalNLU:
             if base == "medical_test":
                 item_status = TEST_STATUS.get(item_status, item_status)
             self._answer_checks(frame, base, value, checks, sents, item_status, polarity, topic, busy=busy)
+
+    def _doctor_factors(self, doctor: str, polarity: str | None) -> dict[str, list[str]]:
+        """"Does lying down make it worse?" - "Yes": the factor is the doctor's, the answer the patient's."""
+        if polarity not in ("affirm", "deny") or not doctor:
+            return {}
+        asked = attr.factors(attr.clean(doctor), self.lexicon.factors)
+        out = {}
+        for key, values in asked.items():
+            key = key.removeprefix("not_")
+            out[key if polarity == "affirm" else f"not_{key}"] = values
+        return out
 
     def _doctor_topic(self, doctor: str) -> str | None:
         """The symptom or condition the doctor's utterance is about ("anything for this cough?"): what a

@@ -23,7 +23,7 @@ DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
 CONDITION = "condition"
 """Pseudo slot type of ``conditions``: medical history of the patient, or family history of a relative."""
 
-_KEYS = {"values", "conditions", "relations", "locations", "factors", "answers", "acknowledgements"}
+_KEYS = {"values", "conditions", "relations", "locations", "characteristics", "factors", "answers", "acknowledgements"}
 _MAX_KEYWORD_WORDS = 4
 
 
@@ -46,6 +46,7 @@ class Lexicon:
     relations: tuple[str, ...]
     locations: dict[str, str]  # lay phrase -> location value
     factors: dict[str, str]  # lay phrase -> factor value
+    characteristics: dict[str, str]  # lay phrase -> characteristic value
     answers: dict[str, tuple[str, ...]]  # affirm / deny / unsure -> phrases
     acknowledgements: frozenset[str]
     by_value: dict[tuple[str, str], list[str]] = field(default_factory=dict)
@@ -139,6 +140,8 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
         relations=tuple(_phrases(raw.get("relations") or [], f"{path}: relations")),
         locations=locations,
         factors=factors,
+        characteristics={p: v for v, ps in _value_table(raw.get("characteristics") or {},
+                                                        f"{path}: characteristics").items() for p in ps},
         answers={k: tuple(_phrases(v, f"{path}: answers.{k}")) for k, v in answers.items()},
         acknowledgements=frozenset(_phrases(raw.get("acknowledgements") or [], f"{path}: acknowledgements")),
     )

@@ -410,6 +410,8 @@ class ClinicalNLU:
                 continue
             if named:
                 continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
+            if polarity == "affirm" and any(m.base == "symptom" and m.status == "positive" for m in mentions):
+                continue  # "Yes, I feel sick" to "any cough?" - the yes is about what they named
             known = self._state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
             extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, dry=True, busy=busy)

@@ -4,9 +4,11 @@ nothing the patient told is asked again."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from graph_fixtures import REPO, assert_cmas_valid
 
+from agent import cmas
 from agent.ontology import default_vocabulary
 from agent.sessions import SessionStore
 from policies.questions import Question, answered
@@ -68,3 +70,31 @@ def test_scripted_interview_fills_the_state_and_raises_the_red_flag(tmp_path):
     # the questionnaire starts from the chief complaint: its first question is about the cough
     assert "cough" in doctor[1].text.lower()
     assert answered(st.patient_state, Question("symptom", "coughing", "onset"), vocab)
+
+
+@pytest.mark.vllm
+def test_scripted_interview_on_the_ensemble_through_a_real_vllm_server(tmp_path, vllm_server, tiny_model_dir):
+    """configs/ensemble.yaml's layout against a real vLLM CPU server (tiny random model with the `nlu` LoRA):
+    whatever the random model writes passes grounding before it can merge, so the state is the clinical one
+    plus only grounded additions, and the red flag still fires."""
+    cfg = yaml.safe_load((REPO / "configs" / "ensemble.yaml").read_text())
+    cfg["backends"]["local"] = {"kind": "vllm-server", "url": vllm_server, "tokenizer": str(tiny_model_dir)}
+    cfg["nlu"].update({"adapter": "nlu", "max_tokens": 48})
+    cfg["session"]["dir"] = str(tmp_path)
+    with SessionStore(cfg) as store:
+        session = store.start()
+        for line in SCRIPT:
+            session.send(line)
+        st = session.state()
+    assert_cmas_valid(st)
+    vocab = default_vocabulary()
+    for name, items in st.patient_state.items():
+        base = cmas.split_slot_name(name)[1]
+        for it in items:
+            if cmas.SLOTS[base].medical:  # every medical value in the state resolves in the vocabulary
+                assert vocab.known(base, it["value"]) or vocab.code(base, it["value"]) is not None, it
+    item(st.patient_state, "positive_symptom", "hemoptysis")
+    assert item(st.patient_state, "positive_habit", "smoking")["frequency"] == "a pack a day"
+    assert [f["id"] for f in st.red_flags] == ["hemoptysis"]
+    patient = [t for t in st.turns if t.speaker == "patient"]
+    assert all(t.meta.get("nlu") == "ensemble" for t in patient)  # the model was asked every turn

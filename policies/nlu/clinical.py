@@ -23,40 +23,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agent import cmas
+from agent.clinical_text import PhraseFinder
 from agent.ontology import Vocabulary, default_vocabulary
 from policies.base import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, default_lexicon
 
 OPEN_VALUES = frozenset({"other", "none", "all", "general", "any", ""})
-SYMPTOM_CHECKS = {"onset", "duration", "frequency", "severity", "progression", "location", "color", "volume",
-                  "characteristics", "ana_factors"}
-STATUS_OF = {"negated": "negative", "uncertain": "unknown", "affirmed": "positive"}
 TEST_STATUS = {"negative": "unavail", "unknown": "unknown", "positive": "avail"}
 
 # Cough characteristics people name -> the dataset's values.
 _COUGH_KIND = {"dry": "dry cough", "wet": "wet cough", "productive": "wet cough", "phlegm": "wet cough",
                "sputum": "wet cough", "mucus": "wet cough", "barky": "barky", "barking": "barky", "harsh": "harsh",
                "hacking": "hacking"}
-_CHECK_FOR_ATTR = {"ana_factors": ("aggravating_factor", "alleviating_factor")}
-
-
-def _conversation_rules():
-    """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes)."""
-    from medspacy.context import ConTextRule
-
-    neg = ["haven't", "have not", "hasn't", "don't", "do not", "didn't", "did not", "never", "nope", "nothing",
-           "none", "no longer", "not had", "not noticed", "can't say i have", "wasn't", "weren't", "isn't", "aren't",
-           "doesn't", "does not", "i don't think", "neither", "nor"]
-    unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "i think", "i guess",
-              "don't know", "not certain", "kind of", "sort of", "can't remember", "don't remember", "probably"]
-    # FORWARD only: in speech the cue comes first ("no fever", "never smoked"); a cue after a mention is
-    # usually about something else ("I take an inhaler, it hasn't helped").
-    rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
-    rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
-    rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in ("but", "except", "although", "though",
-                                                                                    "however", "just", "only", "other than")]
-    return rules
 
 
 @dataclass
@@ -120,76 +99,27 @@ class ClinicalNLU:
         self.lexicon = lexicon or default_lexicon()
         self.vocab = vocab or default_vocabulary()
 
-    # ------------------------------------------------------------------ the spaCy pipeline
+    # ------------------------------------------------------------------ mentions
 
     @cached_property
-    def nlp(self):
-        import medspacy  # noqa: F401  (registers the medspacy_* factories and the span extensions)
-        import spacy
-        from loguru import logger
-        from spacy.matcher import PhraseMatcher
-
-        logger.disable("PyRuSH")
-        nlp = spacy.blank("en")
-        nlp.add_pipe("sentencizer")
-        context = nlp.add_pipe("medspacy_context")
-        context.add(_conversation_rules())
-        matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
-        self._terms: dict[str, tuple[str, str]] = {}
-        for i, term in enumerate(self.lexicon.terms):
-            key = f"T{i}"
-            self._terms[key] = (term.base, term.value)
-            matcher.add(key, [nlp.make_doc(term.phrase)])
-        self._matcher = matcher
-        return nlp
-
-    def _doc(self, text: str):
-        from spacy.tokens import Span
-        from spacy.util import filter_spans
-
-        nlp = self.nlp
-        doc = nlp.make_doc(text)
-        for name, proc in nlp.pipeline:
-            if name == "medspacy_context":
-                spans = []
-                for key, s, e in self._matcher(doc):
-                    spans.append(Span(doc, s, e, label=nlp.vocab.strings[key]))
-                doc.ents = filter_spans(spans)
-            doc = proc(doc)
-        return doc
-
-    # ------------------------------------------------------------------ mentions
+    def finder(self) -> PhraseFinder:
+        self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
+        return PhraseFinder((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms))
 
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
-        doc = self._doc(text)
-        sents = list(doc.sents)
+        found, sents = self.finder.find(text)
         out = []
-        for ent in doc.ents:
-            base, value = self._terms[ent.label_]
-            sent_i = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
-            status = self._context_status(ent)
-            relation = None
-            if ent._.is_family:
-                relation = self._relation(sents[sent_i].text.lower())
+        for f in found:
+            base, value = self._terms[f.key]
+            relation = self._relation(f.sentence.lower()) if f.family else None
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom":
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
-            out.append(Mention(base, value, status, sent_i, ent.start, relation))
-        return out, [attr.clean(s.text) for s in sents]
-
-    @staticmethod
-    def _context_status(ent) -> str:
-        """negative / unknown / positive from the ConText modifiers that precede the mention (a cue inside the
-        matched phrase, "haven't been able to smell", is part of what the phrase names)."""
-        kinds = {m.category for m in ent._.modifiers if m.modifier_span[1] <= ent.start}
-        if "NEGATED_EXISTENCE" in kinds:
-            return "negative"
-        if "POSSIBLE_EXISTENCE" in kinds:
-            return "unknown"
-        return "positive"
+            out.append(Mention(base, value, f.status, f.sent, f.start, relation))
+        return out, [attr.clean(s) for s in sents]
 
     def _relation(self, sentence: str) -> str | None:
         for word in self.lexicon.relations:
@@ -398,7 +328,7 @@ class ClinicalNLU:
                     for it in state.get("positive_symptom") or []:
                         self._answer_checks(frame, base, it["value"], checks, sents, "positive", polarity, topic)
                 elif base == "medication" and topic:
-                    for (name, v), item in frame.items.items():
+                    for (name, _), item in frame.items.items():
                         if name == "positive_medication" and "respone_to" not in item:
                             item["respone_to"] = topic
                 continue

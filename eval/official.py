@@ -1,0 +1,132 @@
+"""MediTOD's official NLU metric, exactly as the authors' ``metrics/nlu_metrics.py`` defines it (dair-iitd/MediTOD),
+on any prediction: raw JSON as a model wrote it, schema-valid or not.
+
+What the official definition does that ``eval.metrics`` (the schema-lenient variant) does not:
+- every predicted key and value is unrolled, whether or not CMAS allows it on that slot;
+- values are compared as written (no lower-casing or whitespace folding);
+- a prediction whose unrolling fails (a dict where a list belongs, a frame without ``intent``, an unhashable value)
+  is a format error and scores as empty;
+- turns whose gold is empty or a bare ``inform`` are left out of P/R/F1 *and* out of joint accuracy's numerator,
+  while joint accuracy still divides by all turns (so gold scored against itself is below 1.0 when such turns exist).
+
+Slot classes follow the official substring tests: ``_symptom`` in the slot name (canonical attributes: location,
+progression, severity, lesion_size, rash_swollen, itching, lesions_peel_off), ``_medical_history``,
+``_family_history``, ``_habit``, ``_medical_test``, ``_exposure`` (no canonical attributes), ``_medication``
+(respone_to, impact); occupation / residence / travel (``status`` canonical) and basic_information (all canonical);
+any other slot contributes nothing.
+
+Written from the published definition; issue 8 moves ``medhx score``'s headline onto this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent.data import Example
+
+_SYMPTOM_CANONICAL = ("location", "progression", "severity", "lesion_size", "rash_swollen", "itching", "lesions_peel_off")
+_PLAIN = ("_medical_history", "_family_history", "_habit", "_medical_test", "_exposure")
+_NO_HEAD = "dummy"
+
+
+def _values(v: Any) -> list:
+    return v if type(v) is list else [v]  # noqa: E721 - the official test is on the exact type
+
+
+def _frame_sets(frame: Any) -> tuple[set, set]:
+    intent = frame["intent"]
+    slots = frame.get("slots", dict())
+    if len(slots) == 0:
+        return {(intent,)}, set()
+    canon: set = set()
+    noncanon: set = set()
+    for slot, data in slots.items():
+        canonical_attrs: tuple[str, ...] | None = None
+        if "_symptom" in slot:
+            canonical_attrs = _SYMPTOM_CANONICAL
+        elif any(x in slot for x in _PLAIN):
+            canonical_attrs = ()
+        elif "_medication" in slot:
+            canonical_attrs = ("respone_to", "impact")
+        if canonical_attrs is not None:
+            for item in data:
+                if "value" in item:
+                    head = item["value"]
+                    canon.add((intent, slot, head))
+                else:
+                    head = _NO_HEAD
+                for key in item:
+                    if key == "value":
+                        continue
+                    target = canon if key in canonical_attrs else noncanon
+                    for v in _values(item[key]):
+                        target.add((intent, slot, head, key, v))
+        elif slot in ("occupation", "residence", "travel"):
+            for item in data:
+                for key in item:
+                    target = canon if key == "status" else noncanon
+                    for v in _values(item[key]):
+                        target.add((intent, slot, key, v))
+        elif slot == "basic_information":
+            for item in data:
+                for key in item:
+                    for v in _values(item[key]):
+                        canon.add((intent, slot, key, v))
+    return canon, noncanon
+
+
+def nlu_sets(frames: Any) -> tuple[set, set]:
+    """Canonical and non-canonical tuple sets of one turn; raises on what the official unrolling cannot read."""
+    canon: set = set()
+    noncanon: set = set()
+    for frame in frames:
+        c, n = _frame_sets(frame)
+        canon |= c
+        noncanon |= n
+    return canon, noncanon
+
+
+def nlu_skipped(gold: list[dict]) -> bool:
+    return len(gold) == 0 or (len(gold) == 1 and gold[0]["intent"] == "inform" and len(gold[0].get("slots", dict())) == 0)
+
+
+def _prf(tp: float, fp: float, fn: float) -> dict[str, float]:
+    p = tp / (tp + fp) if tp + fp > 0 else 0.0
+    r = tp / (tp + fn) if tp + fn > 0 else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r > 0 else 0.0}
+
+
+def score_nlu_official(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any]) -> dict:
+    """The official NLU report (unrounded): canonical / non-canonical / overall P/R/F1, joint accuracy, format
+    errors (as a share of all turns, as the official script reports it). A missing prediction is a format error."""
+    ctp = cfp = cfn = ntp = nfp = nfn = 0
+    joint = 0
+    format_errors = 0
+    for ex in examples:
+        gold = ex.target
+        if nlu_skipped(gold):
+            continue
+        g_can, g_non = nlu_sets(gold)
+        try:
+            pred = predictions[(ex.dialog_id, ex.uttr_id)]
+            p_can, p_non = nlu_sets(pred)
+        except Exception:  # the official definition: whatever cannot be unrolled scores as empty
+            format_errors += 1
+            p_can, p_non = set(), set()
+        ctp += len(g_can & p_can)
+        cfp += len(p_can - g_can)
+        cfn += len(g_can - p_can)
+        ntp += len(g_non & p_non)
+        nfp += len(p_non - g_non)
+        nfn += len(g_non - p_non)
+        joint += int((g_can | g_non) == (p_can | p_non))
+    n = len(examples)
+    return {
+        "turns": n,
+        "joint_accuracy": joint / n if n else 0.0,
+        "canonical": _prf(ctp, cfp, cfn),
+        "non_canonical": _prf(ntp, nfp, nfn),
+        "overall": _prf(ctp + ntp, cfp + nfp, cfn + nfn),
+        "format_errors": format_errors / n if n else 0.0,
+    }

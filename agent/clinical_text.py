@@ -5,7 +5,8 @@ machinery, shared by the clinical NLU (``policies.nlu.clinical``) and the red-fl
 A :class:`PhraseFinder` matches phrases (case-insensitive, whole tokens, longest match wins) and reports each
 match's key, sentence and status: ``negative`` / ``unknown`` when a ConText cue *precedes* it (medspaCy's
 clinical rules plus the conversational cues below; a cue inside the phrase is part of what it names), else
-``positive``, and ``family`` when a FAMILY cue modifies it.
+``positive``, and ``family`` when a FAMILY cue modifies it. A cue that starts before the phrase counts even when
+it overlaps it ("never had" before "had a seizure").
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class PhraseFinder:
         out = []
         for ent in doc.ents:
             sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
-            kinds = {m.category for m in ent._.modifiers if m.modifier_span[1] <= ent.start}
+            kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start}
             status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
             out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text))
         return out, [s.text for s in sents]

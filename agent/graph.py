@@ -299,17 +299,25 @@ class _Nodes:
         return {"turns": _dump(turns), "patient_state": new_state}
 
     def red_flag_check(self, s: InterviewState) -> dict:
-        raised = self._new_flags(s, s.patient_state, len(s.turns) - 1)
+        said = s.turns[-1].text if s.turns and s.turns[-1].speaker == "patient" else ""
+        raised = self._new_flags(s, s.patient_state, len(s.turns) - 1, said)
         if not raised:
             return {}
         return {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
 
-    def _new_flags(self, s: InterviewState, state: dict, turn: int) -> list[dict]:
-        """Rules that fire now and had not fired before in this session (each is raised once)."""
+    def _new_flags(self, s: InterviewState, state: dict, turn: int, said: str = "") -> list[dict]:
+        """Rules that fire now, on the state or on the patient's words, and had not fired before in this session
+        (each is raised once)."""
         if self.agent.red_flag_rules is None:
             return []
         seen = {f["id"] for f in s.red_flags}
-        return [{**f, "turn": turn} for f in _check_red_flags(self.agent, state) if f["id"] not in seen]
+        fired = _check_red_flags(self.agent, state)
+        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules)]
+        out: dict[str, dict] = {}
+        for f in fired:
+            if f["id"] not in seen and f["id"] not in out:
+                out[f["id"]] = {**f, "turn": turn}
+        return list(out.values())
 
     def policy(self, s: InterviewState) -> dict:
         agent = self.agent

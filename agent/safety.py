@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
+from agent.clinical_text import PhraseFinder
 from agent.grounding import ground_frames
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
@@ -60,6 +61,7 @@ class Rule:
     level: str = "urgent"
     all_of: tuple[Condition, ...] = ()
     any_of: tuple[Condition, ...] = ()
+    phrases: tuple[str, ...] = ()  # lay phrasings that raise the flag from the patient's own words
 
 
 @dataclass
@@ -76,6 +78,7 @@ class RedFlag:
 class RuleSet:
     rules: list[Rule]
     vocab: Vocabulary
+    finder: PhraseFinder | None = None  # the rules' phrases, with ConText status
 
 
 def _condition(raw: object, where: str, vocab: Vocabulary) -> Condition:
@@ -114,7 +117,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         where = f"{path}: rules.{i}"
         if not isinstance(r, dict):
             raise RuleError(f"{where}: expected a mapping")
-        if unknown := set(r) - {"id", "message", "level", "all_of", "any_of"}:
+        if unknown := set(r) - {"id", "message", "level", "all_of", "any_of", "phrases"}:
             raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
         rid, message = r.get("id"), r.get("message")
         if not isinstance(rid, str) or not rid or rid in seen:
@@ -128,9 +131,13 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab) for j, c in enumerate(r.get("any_of") or []))
         if not all_of and not any_of:
             raise RuleError(f"{where}: a rule needs 'all_of' or 'any_of'")
+        phrases = r.get("phrases") or []
+        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
+            raise RuleError(f"{where}: 'phrases' must be a list of non-empty strings")
         seen.add(rid)
-        rules.append(Rule(rid, message.strip(), level, all_of, any_of))
-    return RuleSet(rules, vocab)
+        rules.append(Rule(rid, message.strip(), level, all_of, any_of, tuple(" ".join(p.lower().split()) for p in phrases)))
+    finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
+    return RuleSet(rules, vocab, finder)
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -180,6 +187,19 @@ def check_red_flags(state: dict, rules: RuleSet | None = None) -> list[RedFlag]:
             evidence.extend(found)
         flags.append(RedFlag(rule.id, rule.message, rule.level, evidence))
     return flags
+
+
+def check_text_flags(text: str, rules: RuleSet | None = None) -> list[RedFlag]:
+    """The rules whose lay phrasings the patient used, affirmed (ConText: "no blood in my sputum" does not fire,
+    nor does "my father coughed up blood"), so a red flag never depends on the NLU alone."""
+    rules = rules or default_rules()
+    if rules.finder is None or not text.strip():
+        return []
+    hits: dict[str, list[dict]] = {}
+    for f in rules.finder.find(text)[0]:
+        if f.status == "positive" and not f.family:
+            hits.setdefault(f.key, []).append({"text": f.text, "sentence": f.sentence})
+    return [RedFlag(r.id, r.message, r.level, hits[r.id]) for r in rules.rules if r.id in hits]
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,72 @@
+"""A red flag never depends on the NLU alone: every rule fires from lay phrasings through the full graph on the
+default config (state rules via the clinical NLU, text rules via ConText-aware phrases), and not on its negated
+phrasing. Real graph, real SQLite sessions, real spaCy/medspaCy."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from graph_fixtures import REPO
+
+from agent.safety import check_text_flags, default_rules
+from agent.sessions import SessionStore
+
+CASES = {
+    "chest_pain_with_dyspnea": (["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
+                                "I have no chest pain and I'm not short of breath."),
+    "chest_pain_with_syncope_or_palpitations": (["I had chest pain and then I passed out.",
+                                                 "Chest pain, and my heart is racing."],
+                                                "No chest pain, and I have never fainted."),
+    "hemoptysis": (["I've been coughing up blood.", "There was blood in my phlegm this morning."],
+                   "No blood in my sputum."),
+    "syncope": (["I passed out yesterday.", "I fainted at work."], "I've never fainted."),
+    "suicidal_ideation": (["Sometimes I want to die.", "I've thought about ending my life."],
+                          "I don't want to hurt myself."),
+    "stridor_or_choking": (["There's a high-pitched breathing noise when I breathe in.", "I feel like I'm choking."],
+                           "No choking."),
+    "gastrointestinal_bleeding": (["I've been vomiting blood.", "I've had black stools."], "No blood in my stool."),
+    "stroke_signs": (["My face is drooping on one side.", "I'm slurring my words."],
+                     "No slurred speech and no face drooping."),
+    "seizure": (["I had a seizure last week.", "I've been having fits."], "I've never had a seizure."),
+    "fever_with_confusion": (["I have a fever and I'm confused.", "I've had a high temperature and I feel confused."],
+                             "No fever and I'm not confused."),
+    "severe_dyspnea": (["I'm short of breath, it's 9 out of 10.", "I can't breathe."], "I'm not short of breath."),
+    "weight_loss_with_hemoptysis_or_night_sweats": (["I've lost weight and I've had night sweats.",
+                                                     "I'm losing weight and coughing up blood."],
+                                                    "I haven't lost weight and no night sweats."),
+}
+
+
+def test_every_rule_has_cases():
+    assert set(CASES) == {r.id for r in default_rules().rules}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    cfg = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
+    cfg["session"]["dir"] = str(tmp_path_factory.mktemp("flags"))
+    with SessionStore(cfg) as s:
+        yield s
+
+
+def flags_after(store: SessionStore, text: str) -> list[str]:
+    session = store.start()
+    session.send(text)
+    return [f["id"] for f in session.state().red_flags]
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_fires_from_lay_phrasings_and_not_when_negated(store, rule):
+    fires, negated = CASES[rule]
+    for text in fires:
+        assert rule in flags_after(store, text), text
+    assert rule not in flags_after(store, negated), negated
+
+
+def test_text_rules_read_context():
+    rules = default_rules()
+    assert [f.id for f in check_text_flags("I coughed up blood twice.", rules)] == ["hemoptysis"]
+    assert check_text_flags("My father coughed up blood before he died.", rules) == []  # a relative's
+    assert check_text_flags("I haven't been coughing up blood.", rules) == []
+    flag = check_text_flags("I passed out.", rules)[0]
+    assert flag.evidence == [{"text": "passed out", "sentence": "I passed out."}]

@@ -7,7 +7,8 @@ Three sources of knowledge, each from the tool made for it:
    wins, so "chest pain" is not also "pain".
 2. **Context**: medspaCy's ConText decides each mention's status: negated ("no fever", "never smoked"),
    uncertain ("not sure", "maybe"), about a relative ("my brother had a heart attack": family history).
-   Its clinical-note rules are extended with conversational cues (``_CONVERSATION_RULES``).
+   Its clinical-note rules are extended with conversational cues (``agent.clinical_text``, shared with the
+   red-flag phrase rules).
 3. **The dialogue**: the doctor's last action says what was asked, so a short answer ("No.", "About a
    week.", "On the left.") becomes a frame about the asked items and their asked attributes.
 

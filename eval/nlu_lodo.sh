@@ -34,7 +34,7 @@ predict() {  # CONFIG DIALOG OUTNAME
 
 for d in 115 317; do predict configs/default.yaml $d clinical; done
 agent_cfg base model none 8101; agent_cfg base ensemble none 8101
-for d in 115 317; do predict "$OUT/cfg/agent_base_model.yaml" $d base; predict "$OUT/cfg/agent_base_ensemble.yaml" $d ensemble_base; done
+for d in 115 317; do predict "$OUT/cfg/agent_base_model.yaml" $d base; done
 
 # gold-only adapters: fit on one dialogue (the paper's settings), score on the other
 for fit in 115 317; do
@@ -54,6 +54,8 @@ done
 [[ -f runs/nlu-silver/adapter_config.json ]] || medhx train --config configs/train/nlu_silver.yaml
 agent_cfg silver model runs/nlu-silver 8103; agent_cfg silver ensemble runs/nlu-silver 8103
 for d in 115 317; do predict "$OUT/cfg/agent_silver_model.yaml" $d silver; predict "$OUT/cfg/agent_silver_ensemble.yaml" $d ensemble_silver; done
+
+for d in 115 317; do predict "$OUT/cfg/agent_base_ensemble.yaml" $d ensemble_base; done
 
 python3 -m eval.nlu_table --batched "base SmolLM2" --batched "adapter, gold only" --batched "adapter, silver" \
   --row "clinical (default)=$OUT/pred/clinical_{dialog}.jsonl" \

@@ -49,3 +49,41 @@ def test_a_dict_instead_of_a_list_is_a_format_error():
         nlu_sets({"intent": "inform"})
     r = score_nlu_official([ex(1, GOLD)], {})  # missing
     assert r["format_errors"] == 1.0
+
+
+# --------------------------------------------------------------------------- POL
+
+from eval.official import pol_sets, score_pol_official  # noqa: E402
+
+
+def pex(i: int, gold: list[dict], dialog: str = "d") -> Example:
+    return Example("pol", dialog, i, [], [], gold)
+
+
+ASK_ONSET = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
+ASK_FEVER = [{"action": "inquire", "symptom": [{"value": "fever"}]}]
+
+
+def test_pol_invalid_check_type_counts_as_a_false_positive():
+    pred = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"},
+                                                                             {"type": "colourfulness"}]}]}]
+    r = score_pol_official([pex(1, ASK_ONSET)], {("d", 1): pred})
+    assert r["canonical"]["recall"] == 1.0 and r["canonical"]["precision"] == pytest.approx(2 / 3)
+
+
+def test_pol_skipped_turn_in_joint_accuracy_and_precision_at_k():
+    bare = [{"action": "inquire"}]
+    examples = [pex(1, ASK_ONSET), pex(3, bare), pex(5, ASK_FEVER)]
+    preds = {("d", 1): ASK_ONSET, ("d", 3): bare, ("d", 5): ASK_ONSET}
+    r = score_pol_official(examples, preds)
+    assert r["joint_accuracy"] == pytest.approx(1 / 3)  # turn 3 is skipped: not credited, still divides
+    # P@K counts every turn, the skipped one included: turn 1 and 3 hit at K=1, turn 5 never
+    assert r["precision_at_k"]["1"] == pytest.approx(2 / 3)
+    assert r["precision_at_k"]["inf"] == pytest.approx(2 / 3)
+
+
+def test_pol_dict_instead_of_list_is_one_action():
+    assert pol_sets(ASK_ONSET[0]) == pol_sets(ASK_ONSET)
+    # a broken action is dropped, the others of the turn still count
+    can, _ = pol_sets([ASK_FEVER[0], {"action": "inquire", "symptom": "fever"}])
+    assert can == {("inquire", "symptom", "fever")}

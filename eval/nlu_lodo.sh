@@ -67,7 +67,7 @@ PY
   ensemble "$OUT/pred/gold_only_$held.jsonl" "$(split_of "$held")" "$OUT/pred/ensemble_gold_$held.jsonl"
 done
 
-python3 -m eval.nlu_table --batched "base SmolLM2" --batched "adapter, gold only" --batched "adapter, silver" \
+python3 -m eval.nlu_table \
   --row "clinical (default)=$OUT/pred/clinical_all.jsonl" \
   --row "base SmolLM2=$OUT/pred/base_all.jsonl" \
   --row "adapter, gold only=$OUT/pred/gold_only_{dialog}.jsonl" \

@@ -103,6 +103,27 @@ def nlu_skipped(gold: list[dict]) -> bool:
     return len(gold) == 0 or (len(gold) == 1 and gold[0]["intent"] == "inform" and len(gold[0].get("slots", dict())) == 0)
 
 
+class _Tally:
+    """Micro counts over scored turns, canonical and non-canonical apart, and the joint-accuracy numerator."""
+
+    def __init__(self) -> None:
+        self.c = [0, 0, 0]  # tp, fp, fn
+        self.n = [0, 0, 0]
+        self.joint = 0
+
+    def add(self, gold: tuple[set, set], pred: tuple[set, set]) -> None:
+        for counts, g, p in ((self.c, gold[0], pred[0]), (self.n, gold[1], pred[1])):
+            counts[0] += len(g & p)
+            counts[1] += len(p - g)
+            counts[2] += len(g - p)
+        self.joint += int((gold[0] | gold[1]) == (pred[0] | pred[1]))
+
+    def report(self, n_turns: int) -> dict:
+        both = [a + b for a, b in zip(self.c, self.n, strict=True)]
+        return {"turns": n_turns, "joint_accuracy": self.joint / n_turns if n_turns else 0.0,
+                "canonical": _prf(*self.c), "non_canonical": _prf(*self.n), "overall": _prf(*both)}
+
+
 def _prf(tp: float, fp: float, fn: float) -> dict[str, float]:
     p = tp / (tp + fp) if tp + fp > 0 else 0.0
     r = tp / (tp + fn) if tp + fn > 0 else 0.0
@@ -197,21 +218,10 @@ def _pred_pol_sets(predictions: Mapping, ex: Example) -> tuple[set, set]:
 def score_pol_official(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
                        ks: Sequence[float] = (1, 4, 8, float("inf"))) -> dict:
     """The official POL report (unrounded): P/R/F1, joint accuracy and Precision@K."""
-    ctp = cfp = cfn = ntp = nfp = nfn = 0
-    joint = 0
+    tally = _Tally()
     for ex in examples:
-        if pol_skipped(ex.target):
-            continue
-        g_can, g_non = pol_sets(ex.target)
-        p_can, p_non = _pred_pol_sets(predictions, ex)
-        ctp += len(g_can & p_can)
-        cfp += len(p_can - g_can)
-        cfn += len(g_can - p_can)
-        ntp += len(g_non & p_non)
-        nfp += len(p_non - g_non)
-        nfn += len(g_non - p_non)
-        joint += int((g_can | g_non) == (p_can | p_non))
-    n = len(examples)
+        if not pol_skipped(ex.target):
+            tally.add(pol_sets(ex.target), _pred_pol_sets(predictions, ex))
     by_dialogue: dict[str, list[Example]] = {}
     for ex in examples:
         by_dialogue.setdefault(ex.dialog_id, []).append(ex)
@@ -227,11 +237,7 @@ def score_pol_official(examples: Sequence[Example], predictions: Mapping[tuple[s
                 end = len(turns) if k == float("inf") else min(i + int(k), len(turns))
                 hits[k] += max(int(pred == gold[j]) for j in range(i, end))
     return {
-        "turns": n,
-        "joint_accuracy": joint / n if n else 0.0,
-        "canonical": _prf(ctp, cfp, cfn),
-        "non_canonical": _prf(ntp, nfp, nfn),
-        "overall": _prf(ctp + ntp, cfp + nfp, cfn + nfn),
+        **tally.report(len(examples)),
         "precision_at_k": {("inf" if k == float("inf") else str(int(k))): hits[k] / total if total else 0.0 for k in ks},
     }
 
@@ -239,33 +245,16 @@ def score_pol_official(examples: Sequence[Example], predictions: Mapping[tuple[s
 def score_nlu_official(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any]) -> dict:
     """The official NLU report (unrounded): canonical / non-canonical / overall P/R/F1, joint accuracy, format
     errors (as a share of all turns, as the official script reports it). A missing prediction is a format error."""
-    ctp = cfp = cfn = ntp = nfp = nfn = 0
-    joint = 0
+    tally = _Tally()
     format_errors = 0
     for ex in examples:
-        gold = ex.target
-        if nlu_skipped(gold):
+        if nlu_skipped(ex.target):
             continue
-        g_can, g_non = nlu_sets(gold)
         try:
-            pred = predictions[(ex.dialog_id, ex.uttr_id)]
-            p_can, p_non = nlu_sets(pred)
+            pred = nlu_sets(predictions[(ex.dialog_id, ex.uttr_id)])
         except Exception:  # the official definition: whatever cannot be unrolled scores as empty
             format_errors += 1
-            p_can, p_non = set(), set()
-        ctp += len(g_can & p_can)
-        cfp += len(p_can - g_can)
-        cfn += len(g_can - p_can)
-        ntp += len(g_non & p_non)
-        nfp += len(p_non - g_non)
-        nfn += len(g_non - p_non)
-        joint += int((g_can | g_non) == (p_can | p_non))
+            pred = (set(), set())
+        tally.add(nlu_sets(ex.target), pred)
     n = len(examples)
-    return {
-        "turns": n,
-        "joint_accuracy": joint / n if n else 0.0,
-        "canonical": _prf(ctp, cfp, cfn),
-        "non_canonical": _prf(ntp, nfp, nfn),
-        "overall": _prf(ctp + ntp, cfp + nfp, cfn + nfn),
-        "format_errors": format_errors / n if n else 0.0,
-    }
+    return {**tally.report(n), "format_errors": format_errors / n if n else 0.0}

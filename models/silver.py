@@ -8,7 +8,8 @@
   cues ("when did it start?", "on a scale of 1 to 10") become checks, about the named item or, when none is
   named, the symptom under discussion; so short patient answers are read in context, as in the live agent.
 
-Never labelled: the transcripts of ``data/eval_holdout.txt`` (evaluation material) and the sources of the
+Never labelled: the transcripts of ``data/eval_holdout.txt`` (evaluation material), any utterance of another
+transcript that contains a passage of them (stock questions recur across transcripts), and the sources of the
 shared annotated dialogues (RES0006 -> 115, RES0045 -> 317), so a model trained on silver data is scored on
 dialogues it never saw. ``--gold DIR --gold-train IDS --gold-valid IDS`` adds gold dialogues to the splits.
 """
@@ -47,6 +48,43 @@ _SYMPTOM_ONLY = {"onset", "duration", "severity", "progression", "location", "an
 
 def read_holdout(path: str | Path = HOLDOUT_FILE) -> set[str]:
     return {line.strip() for line in Path(path).read_text().splitlines() if line.strip()}
+
+
+MIN_SHARED_CHARS = 25
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def holdout_lines(names: set[str], osce_dir: str | Path = DEFAULT_OSCE_DIR) -> set[str]:
+    """Every utterance of the holdout transcripts long enough to be a passage (stock questions included)."""
+    dialogues = {d.dialog_id: d for d in load_osce(osce_dir)}
+    return {_norm(u.text) for n in names if n in dialogues for u in dialogues[n].utterances
+            if len(u.text.strip()) >= MIN_SHARED_CHARS}
+
+
+def without_holdout_text(dialogue: Dialogue, lines: set[str]) -> tuple[Dialogue, int]:
+    """``dialogue`` minus every utterance whose text contains a holdout passage (a doctor question goes with the
+    answer after it, so no answer is read against the wrong question). Other transcripts share stock phrasings
+    ("are you currently sexually active?") with the holdout ones; evaluation text stays out of training data
+    even then."""
+    keep: list[Utterance] = []
+    dropped = 0
+    skip_answer = False
+    for u in dialogue.utterances:
+        text = _norm(u.text)
+        if any(line in text for line in lines):
+            dropped += 1
+            skip_answer = u.speaker == "doctor"
+            continue
+        if skip_answer and u.speaker == "patient":
+            dropped += 1
+            skip_answer = False
+            continue
+        skip_answer = False
+        keep.append(Utterance(u.speaker, len(keep), u.text))
+    return Dialogue(dialogue.dialog_id, keep), dropped
 
 
 def doctor_actions(nlu: ClinicalNLU, text: str, state: dict) -> list[dict]:
@@ -95,9 +133,13 @@ def label_dialogue(nlu: ClinicalNLU, dialogue: Dialogue) -> Dialogue:
 def build_silver(out_dir: str | Path, osce_dir: str | Path = DEFAULT_OSCE_DIR, limit: int | None = None,
                  gold_dir: str | Path | None = None, gold_train: tuple[str, ...] = (), gold_valid: tuple[str, ...] = (),
                  holdout: str | Path = HOLDOUT_FILE, progress: bool = True) -> dict:
-    excluded = read_holdout(holdout) | set(SHARED_SOURCES)
+    held = read_holdout(holdout)
+    excluded = held | set(SHARED_SOURCES)
     sources = [d for d in load_osce(osce_dir) if d.dialog_id not in excluded]
     sources = sources[:limit] if limit else sources
+    lines = holdout_lines(held, osce_dir)
+    cleaned = [without_holdout_text(d, lines) for d in sources]
+    sources = [d for d, _ in cleaned]
     nlu = ClinicalNLU()
     silver = [label_dialogue(nlu, d) for d in tqdm(sources, desc="silver", disable=not progress)]
     dialogs = {d.dialog_id: d.to_json() for d in silver}
@@ -118,7 +160,8 @@ def build_silver(out_dir: str | Path, osce_dir: str | Path = DEFAULT_OSCE_DIR, l
         (out / f"{name}_ids.json").write_text(json.dumps(ids))
     patient_turns = sum(1 for d in silver for u in d.utterances if u.speaker == "patient")
     informs = sum(1 for d in silver for u in d.utterances if u.nlu and u.nlu[0].get("slots"))
-    summary = {"out": str(out), "transcripts": len(silver), "excluded": sorted(excluded), "patient_turns": patient_turns,
+    summary = {"out": str(out), "transcripts": len(silver), "excluded": sorted(excluded),
+               "utterances_dropped_sharing_holdout_text": sum(n for _, n in cleaned), "patient_turns": patient_turns,
                "patient_turns_with_slots": informs, "train_ids": len(train_ids), "valid_ids": valid_ids}
     (out / "silver.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -74,3 +74,15 @@ def test_silver_labels_score_against_gold_on_the_shared_dialogues():
     preds = {(d, u): nlu.understand(ctx).value for d, u, ctx in teacher_forced_contexts(dialogues)}
     report = score_nlu(nlu_examples(dialogues), preds)
     assert report["overall"]["f1"] >= 0.5
+
+
+def test_silver_data_holds_no_holdout_text(tmp_path):
+    """Stock phrasings recur across transcripts; none of the holdout transcripts' passages reaches silver data."""
+    from models.silver import holdout_lines
+
+    summary = build_silver(tmp_path / "silver", progress=False)
+    lines = holdout_lines(read_holdout())
+    dialogs = json.loads((tmp_path / "silver" / "dialogs.json").read_text())
+    texts = [" ".join(u["text"].lower().split()) for d in dialogs.values() for u in d["utterances"]]
+    assert not [t for t in texts if any(line in t for line in lines)]
+    assert summary["utterances_dropped_sharing_holdout_text"] > 0

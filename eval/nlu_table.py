@@ -5,8 +5,7 @@ dialogue with the official MediTOD NLU definition (``eval.official``).
 
 ``{dialog}`` is replaced by each dialogue id of the data directory; each file must hold that dialogue's
 turns (leave-one-dialogue-out: the model behind it was fitted without that dialogue). Time per turn is the
-median ``latency_s`` of the rows (turn-by-turn runs); for a row named in ``--batched`` (one concurrent batch,
-where each request's latency includes the queue) it is the batch's wall time over its turns.
+median ``latency_s`` of the rows (for LLM rows: per-request latency with the run's requests in flight).
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ from eval.official import score_nlu_official
 from eval.score import load_predictions
 
 
-def row(name: str, pattern: str, data_dir: str, batched: bool = False) -> list[str]:
+def row(name: str, pattern: str, data_dir: str) -> list[str]:
     cells = [name]
     per_turn: list[float] = []
     for d in load_dialogues(data_dir, "all"):
         path = Path(pattern.format(dialog=d.dialog_id))
         records = {k: v for k, v in load_predictions(path).items() if k[0] == d.dialog_id}
-        latencies = [float(r["latency_s"]) for r in records.values() if r.get("latency_s") is not None]
-        if latencies:
-            per_turn += [max(latencies) / len(latencies)] * len(latencies) if batched else latencies
+        per_turn += [float(r["latency_s"]) for r in records.values() if r.get("latency_s") is not None]
         rep = score_nlu_official(nlu_examples([d]), {k: r.get("prediction") for k, r in records.items()})
         cells.append(" / ".join(f"{rep[k]['f1']:.2f}" for k in ("overall", "canonical", "non_canonical"))
                      + f" / {rep['joint_accuracy']:.2f}")
@@ -38,7 +35,6 @@ def row(name: str, pattern: str, data_dir: str, batched: bool = False) -> list[s
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--row", action="append", required=True, help="NAME=PATTERN with {dialog} in PATTERN")
-    p.add_argument("--batched", action="append", default=[], help="NAME of a row predicted as one concurrent batch")
     p.add_argument("--data", default=str(DEFAULT_DATA_DIR))
     args = p.parse_args(argv)
     ids = [d.dialog_id for d in load_dialogues(args.data, "all")]
@@ -47,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * (len(ids) + 2) + "|")
     for spec in args.row:
         name, pattern = spec.split("=", 1)
-        print("| " + " | ".join(row(name, pattern, args.data, name in args.batched)) + " |")
+        print("| " + " | ".join(row(name, pattern, args.data)) + " |")
     return 0
 
 

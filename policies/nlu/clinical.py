@@ -345,7 +345,7 @@ class ClinicalNLU:
                 continue  # "Yes, I feel sick" to "any cough?" - the yes is about what they named
             known = self._state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
-            extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, dry=True, busy=busy)
+            extracted = self._answer_checks(frame, base, value, checks, sents, None, polarity, topic, busy=busy)
             attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
             if known == "positive" and not checks and status == "negative" and not extracted:
                 continue  # "is the pain radiating?" - "No": the patient still has the pain
@@ -407,9 +407,10 @@ class ClinicalNLU:
                 item[kind] = values[0]
 
     def _answer_checks(self, frame: Frame, base: str, value: str, checks: list[dict], sents: list[str],
-                       status: str | None, polarity: str | None, topic: str | None = None, dry: bool = False,
+                       status: str | None, polarity: str | None, topic: str | None = None,
                        busy: set[int] | None = None) -> bool:
-        """Attributes the answer gives for the asked checks; with ``dry`` only whether there are any."""
+        """Attributes the answer gives for the asked checks, applied to the item when ``status`` is given; whether
+        there are any."""
         found: dict = {}
         kinds = {c.get("type") for c in checks}
         whole = " ".join(sents)
@@ -451,8 +452,6 @@ class ClinicalNLU:
             found["relation"] = r
         elif base == "exposure" and (w := attr.where(whole)):
             found["where"] = w
-        if dry:
-            return bool(found)
         if status is None:
             return bool(found)
         item = frame.item(base, value, status)

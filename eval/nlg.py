@@ -1,18 +1,17 @@
-"""NLG scores as MediTOD reports them: corpus BLEU-2/4 (x100), ROUGE-1/L and BERTScore F1 (fractions).
+"""NLG scores as MediTOD's ``metrics/nlg_metrics.py`` computes them: corpus BLEU-2/4 (x100), ROUGE-1/L, BERTScore F1.
 
-Texts are lower-cased with every punctuation character split off into its own token
-before BLEU and ROUGE (the official script's preprocessing). BLEU is computed here
-(Papineni et al. corpus BLEU, uniform weights, no smoothing: any empty n-gram order
-gives 0, like NLTK's ``corpus_bleu``); ROUGE is the ``rouge-score`` package's F-measure
-averaged over turns; BERTScore is greedy cosine matching of contextual token
-embeddings (last layer, no idf, no baseline rescaling) from a local encoder.
+Texts go through the official ``preprocess_text`` (strip, tabs to spaces, lower-case, every punctuation character
+split off into its own token) before BLEU and ROUGE. BLEU is NLTK's ``corpus_bleu`` (one reference per hypothesis,
+weights (1/2, 1/2) and (1/4,)*4, no smoothing), exactly the official call; tests check it against ``sacrebleu``.
+BERTScore is the ``bert-score`` library's F1 averaged over turns, on a local encoder (no hub at run time: the
+official script's default, roberta-large layer 17, is not available offline) whose name and layer are reported.
+ROUGE: the official script uses ``evaluate``'s bootstrap aggregate (a resampled median, different on every run);
+here the exact mean of ``rouge-score``'s per-turn F-measure, which that bootstrap estimates.
 """
 
 from __future__ import annotations
 
-import math
 import string
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,35 +19,30 @@ from typing import Any
 from agent.data import Example
 
 DIGITS = 4
+BLEU_WEIGHTS = {2: (0.5, 0.5), 4: (0.25, 0.25, 0.25, 0.25)}
+
+
+def preprocess_text(text: str) -> str:
+    """The official preprocessing of an utterance."""
+    text = text.strip().replace("\t", " ").lower()
+    for p in string.punctuation:
+        text = text.replace(p, f" {p} ")
+    return " ".join(text.split())
 
 
 def tokenize(text: str) -> list[str]:
-    text = text.strip().lower()
-    for p in string.punctuation:
-        text = text.replace(p, f" {p} ")
-    return text.split()
-
-
-def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return preprocess_text(text).split()
 
 
 def corpus_bleu(hypotheses: Sequence[list[str]], references: Sequence[list[str]], max_n: int = 4) -> float:
-    """Corpus BLEU in [0, 1] with one reference per hypothesis."""
-    matches, totals = [0] * max_n, [0] * max_n
-    hyp_len = ref_len = 0
-    for hyp, ref in zip(hypotheses, references, strict=True):
-        hyp_len += len(hyp)
-        ref_len += len(ref)
-        for n in range(1, max_n + 1):
-            h, r = _ngrams(hyp, n), _ngrams(ref, n)
-            matches[n - 1] += sum(min(c, r[g]) for g, c in h.items())
-            totals[n - 1] += max(len(hyp) - n + 1, 0)
-    if hyp_len == 0 or 0 in matches:
-        return 0.0
-    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals, strict=True)) / max_n
-    brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
-    return brevity * math.exp(log_precision)
+    """Corpus BLEU in [0, 1], NLTK's implementation with the official weights (any empty n-gram order gives 0)."""
+    import warnings
+
+    from nltk.translate.bleu_score import corpus_bleu as nltk_corpus_bleu
+
+    with warnings.catch_warnings():  # NLTK warns on zero n-gram counts; the official score is then 0 too
+        warnings.simplefilter("ignore")
+        return float(nltk_corpus_bleu([[r] for r in references], list(hypotheses), weights=BLEU_WEIGHTS[max_n]))
 
 
 def rouge(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
@@ -63,32 +57,46 @@ def rouge(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, flo
     return {name: total / len(hypotheses) for name, total in totals.items()} if hypotheses else totals
 
 
-def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: str | Path | None = None,
-                 progress: bool = True) -> list[float]:
-    """Per-pair BERTScore F1: each token's best cosine match on the other side, averaged (P over candidate tokens,
-    R over reference tokens), F1 of the two; an empty side scores 0."""
-    from tqdm import tqdm
+def bertscore_model(encoder: str | Path | None = None) -> tuple[str, int]:
+    """The encoder directory ``bert-score`` loads and the layer it reads (the encoder's last)."""
+    import json
 
-    from eval.encoder import token_encoder
+    from agent.paths import default_encoder_path
+    from eval.encoder import transformer_dir
 
-    enc = token_encoder(Path(encoder) if encoder is not None else None)
-    texts = sorted(set(candidates) | set(references), key=len)  # each text once; similar lengths pad little
-    embedded: dict[str, Any] = {}
-    step = enc.batch_size
-    for start in tqdm(range(0, len(texts), step), desc="bertscore", disable=not progress, unit="batch"):
-        batch = texts[start : start + step]
-        embedded.update(zip(batch, enc.encode(batch), strict=True))
-    out = []
-    for cand, ref in zip(candidates, references, strict=True):
-        c, r = embedded[cand], embedded[ref]
-        if len(c) == 0 or len(r) == 0:
-            out.append(0.0)
-            continue
-        sim = r @ c.T
-        recall = sim.max(dim=1).values.mean().item()
-        precision = sim.max(dim=0).values.mean().item()
-        out.append(2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0)
+    model_dir = transformer_dir(Path(encoder) if encoder is not None else default_encoder_path())
+    config = json.loads((model_dir / "config.json").read_text())
+    return str(model_dir), int(config["num_hidden_layers"])
+
+
+def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: str | Path | None = None) -> list[float]:
+    """Per-pair BERTScore F1 from the ``bert-score`` library (no idf, no baseline rescaling); an empty candidate or
+    reference scores 0, as the library sets it."""
+    if not candidates:
+        return []
+    from bert_score import score as bert_score
+
+    from eval.encoder import offline
+
+    offline()
+    model_dir, layer = bertscore_model(encoder)
+    # verbose off: the library prints to stdout, where medhx score writes its JSON. bert-score scores an empty side 0 but encodes it through a tokenizer method transformers 5 removed, so the
+    # empty pairs are settled here, with the library's value
+    scored = [i for i, (c, r) in enumerate(zip(candidates, references, strict=True)) if c.strip() and r.strip()]
+    out = [0.0] * len(candidates)
+    if scored:
+        _, _, f1 = bert_score([candidates[i] for i in scored], [references[i] for i in scored], model_type=model_dir,
+                              num_layers=layer, idf=False, rescale_with_baseline=False, verbose=False,
+                              device="cpu", batch_size=64)
+        for i, f in zip(scored, f1.tolist(), strict=True):
+            out[i] = float(f)
     return out
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
 
 
 def score_nlg(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
@@ -110,7 +118,8 @@ def score_nlg(examples: Sequence[Example], predictions: Mapping[tuple[str, int],
         preds.append(pred)
     hyp_tokens, ref_tokens = [tokenize(p) for p in preds], [tokenize(g) for g in golds]
     rouges = rouge([" ".join(t) for t in hyp_tokens], [" ".join(t) for t in ref_tokens])
-    bert = bertscore_f1(preds, golds, encoder, progress) if examples else []
+    bert = bertscore_f1(preds, golds, encoder) if examples else []
+    model_dir, layer = bertscore_model(encoder)
     scored_keys = {(ex.dialog_id, ex.uttr_id) for ex in examples}
     path = Path(encoder) if encoder is not None else default_encoder_path()
     return {
@@ -123,14 +132,17 @@ def score_nlg(examples: Sequence[Example], predictions: Mapping[tuple[str, int],
         "bertscore": round(sum(bert) / len(bert), DIGITS) if bert else None,
         "encoder": encoder_name(path),
         "encoder_path": str(path),
+        "bertscore_model": {"library": f"bert-score {_version('bert-score')}", "model": model_dir, "layer": layer,
+                            "idf": False, "rescale_with_baseline": False},
         "format_errors": format_errors,
         "missing_predictions": missing,
         "unscored_predictions": sum(1 for k in predictions if k not in scored_keys),
         "notes": [
-            "bleu2/bleu4: corpus BLEU x100 (own implementation: uniform weights, no smoothing, corpus brevity "
-            "penalty) on lower-cased text with punctuation split off; rouge1/rougeL: rouge-score F-measure averaged "
-            "over turns, same tokens; bertscore: mean BERTScore F1 (greedy cosine matching of last-layer token "
-            "embeddings, special tokens dropped, no idf, no rescaling)",
+            "bleu2/bleu4: NLTK corpus BLEU x100 with the official weights, no smoothing, on the official "
+            "preprocess_text tokens; rouge1/rougeL: exact mean of rouge-score's per-turn F-measure on the same text "
+            "(the official script reports evaluate's bootstrap estimate of it); bertscore: bert-score F1 averaged "
+            "over turns, on bertscore_model's encoder and layer (the paper used roberta-large layer 17, so compare "
+            "bertscore with the paper's rows only as a trend)",
             "format_errors counts missing or non-text predictions; they score as empty text",
         ],
     }

@@ -2,7 +2,7 @@
 ``metrics/pol_metrics.py`` define them (dair-iitd/MediTOD), on any prediction: raw JSON as a model wrote it,
 schema-valid or not.
 
-What the official definition does that ``eval.metrics`` (the schema-lenient variant) does not:
+What the official definition does that ``eval.lenient`` (the schema-lenient variant) does not:
 - every predicted key and value is unrolled, whether or not CMAS allows it on that slot;
 - values are compared as written (no lower-casing or whitespace folding);
 - a prediction whose unrolling fails (a dict where a list belongs, a frame without ``intent``, an unhashable value)

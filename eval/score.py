@@ -1,5 +1,8 @@
 """``medhx score {nlu,pol,nlg}``: score a prediction file against a MediTOD-format split.
 
+The headline is MediTOD's official definition (:mod:`eval.official`, :mod:`eval.nlg`); medhx's schema-lenient,
+soft-matching variant is reported beside it under ``lenient`` (:mod:`eval.lenient`), never under the official names.
+
 Prediction file (JSON lines), one object per scored turn:
 ``{"dialog_id": "317", "uttr_id": 3, "prediction": <CMAS JSON | text for NLG | null>, "raw": "<model text>"}``.
 Scored turns: every annotated patient turn (NLU), every doctor turn but a dialogue's
@@ -51,22 +54,87 @@ def gold_predictions(examples: list[Example]) -> dict[tuple[str, int], Any]:
     return {(ex.dialog_id, ex.uttr_id): ex.target for ex in examples}
 
 
+def decode_prediction(prediction: Any) -> Any:
+    """A prediction as the official scorer receives it: a JSON string is parsed (the model's raw text), anything
+    else is passed as it is; text that is not JSON becomes ``None``, which scores as an empty prediction."""
+    if isinstance(prediction, str):
+        try:
+            return json.loads(prediction)
+        except ValueError:
+            return None
+    return prediction
+
+
+OFFICIAL_NOTE = {
+    "nlu": "MediTOD's official NLU definition (dair-iitd/MediTOD metrics/nlu_metrics.py), eval/official.py: every "
+           "predicted key and value is unrolled whether or not CMAS allows it, values compared as written; turns "
+           "whose gold is empty or a bare inform are left out of P/R/F1 and out of joint accuracy's numerator, while "
+           "joint accuracy divides by all turns; a prediction that cannot be unrolled is a format error and scores "
+           "as empty",
+    "pol": "MediTOD's official POL definition (dair-iitd/MediTOD metrics/pol_metrics.py), eval/official.py: every "
+           "predicted key and value is unrolled; an action that cannot be unrolled adds nothing; turns whose gold is "
+           "empty or a bare inquire are left out of P/R/F1 and of joint accuracy's numerator; Precision@K over every "
+           "doctor turn but each dialogue's first utterance",
+}
+LENIENT_NOTE = ("lenient: medhx's own variant (eval/lenient.py), not MediTOD's definition: schema-invalid parts set "
+                "aside, values lower-cased, non-canonical values through the matcher, skipped turns credited in "
+                "joint accuracy")
+
+
 def score(task: str, examples: list[Example], predictions: dict[tuple[str, int], Any],
           matcher: Matcher | None = None, encoder: str | Path | None = None, progress: bool = True) -> dict:
-    """One entry point for the benchmark harness; ``predictions`` maps turn keys to the prediction itself."""
-    if task == "nlu":
-        from eval.metrics import score_nlu
-
-        return score_nlu(examples, predictions, matcher)
-    if task == "pol":
-        from eval.metrics import score_pol
-
-        return score_pol(examples, predictions, matcher)
+    """One entry point for ``medhx score`` and the benchmark harness; ``predictions`` maps turn keys to the
+    prediction itself. NLU / POL: the headline fields (``overall``, ``canonical``, ``non_canonical``,
+    ``joint_accuracy``, ``precision_at_k``) are MediTOD's official definitions, unrounded; medhx's variant is
+    under ``lenient``."""
     if task == "nlg":
         from eval.nlg import score_nlg
 
         return score_nlg(examples, predictions, encoder, progress)
-    raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+    if task not in ("nlu", "pol"):
+        raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+    from eval import official
+    from eval.lenient import score_nlu_lenient, score_pol_lenient
+
+    decoded = {k: decode_prediction(v) for k, v in predictions.items()}
+    skipped = official.nlu_skipped if task == "nlu" else official.pol_skipped
+    if task == "nlu":
+        headline = official.score_nlu_official(examples, decoded)
+        lenient = score_nlu_lenient(examples, predictions, matcher)
+    else:
+        headline = official.score_pol_official(examples, decoded)
+        lenient = score_pol_lenient(examples, predictions, matcher)
+    n = len(examples)
+    n_skipped = sum(skipped(ex.target) for ex in examples)
+    scored_keys = {(ex.dialog_id, ex.uttr_id) for ex in examples}
+    report = {
+        "task": task,
+        "definition": "official",
+        "turns": n,
+        "scored_turns": n - n_skipped,
+        "skipped_turns": n_skipped,
+        "overall": headline["overall"],
+        "canonical": headline["canonical"],
+        "non_canonical": headline["non_canonical"],
+        "joint_accuracy": headline["joint_accuracy"],
+    }
+    if task == "pol":
+        report["precision_at_k"] = headline["precision_at_k"]
+    else:
+        report["format_error_rate"] = headline["format_errors"]  # the official script's figure: a share of all turns
+    report.update({
+        # NLU: the official count (turns it could not unroll, skipped turns not examined); POL: missing, null or
+        # unparseable predictions (the official POL script has no such figure)
+        "format_errors": round(headline["format_errors"] * n) if task == "nlu" else lenient["format_errors"],
+        "missing_predictions": lenient["missing_predictions"],
+        "unscored_predictions": sum(1 for k in predictions if k not in scored_keys),
+        "lenient": {k: v for k, v in lenient.items() if k not in ("task", "turns", "missing_predictions",
+                                                                  "unscored_predictions")},
+        "notes": [OFFICIAL_NOTE[task], LENIENT_NOTE,
+                  "format_errors counts missing, null or unparseable predictions (all definitions score them as "
+                  "empty); lenient.schema_errors counts parseable ones with parts outside CMAS"],
+    })
+    return report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -77,7 +145,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--pred", help="predictions, JSON lines (dialog_id, uttr_id, prediction, raw)")
     src.add_argument("--gold-as-pred", action="store_true", help="score the gold annotations against themselves")
-    p.add_argument("--match", choices=MATCHERS, default="exact", help="matching of non-canonical values (NLU, POL)")
+    p.add_argument("--match", choices=MATCHERS, default="exact", help="matching of non-canonical values in the lenient variant (NLU, POL)")
     p.add_argument("--threshold", type=float, default=DEFAULT_EMBEDDING_THRESHOLD, help="cosine for --match embedding")
     p.add_argument("--ontology", default=str(DEFAULT_ONTOLOGY), help="questionnaire ontology for --match synonym")
     p.add_argument("--llm-url", help="OpenAI-compatible API base for --match llm, e.g. http://localhost:8000/v1")

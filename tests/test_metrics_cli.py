@@ -26,7 +26,8 @@ def test_gold_as_pred_scores_one_everywhere(capsys, task, split):
     assert r["turns"] == {"all": 104, "train": 51, "valid": 53}[split]
     for part in ("overall", "canonical", "non_canonical"):
         assert r[part] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    assert r["joint_accuracy"] == 1.0 and r["format_errors"] == 0 and r["schema_errors"] == 0
+    assert r["joint_accuracy"] == 1.0 and r["format_errors"] == 0 and r["lenient"]["schema_errors"] == 0
+    assert r["definition"] == "official"
     if task == "pol":
         assert r["precision_at_k"] == {"1": 1.0, "4": 1.0, "8": 1.0, "inf": 1.0}
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent.data import Example
 from eval.matching import LLM_PROMPT, ExactMatcher, LLMMatcher, SynonymMatcher, count_matches, make_matcher
-from eval.metrics import score_nlu, score_pol
+from eval.lenient import score_nlu_lenient, score_pol_lenient
 
 
 def frame(**attrs):
@@ -17,7 +17,7 @@ def frame(**attrs):
 
 
 def score_pair(gold, pred, matcher):
-    return score_nlu([Example("nlu", "d", 1, [], [], gold)], {("d", 1): pred}, matcher)
+    return score_nlu_lenient([Example("nlu", "d", 1, [], [], gold)], {("d", 1): pred}, matcher)
 
 
 def test_greedy_matching_is_one_to_one_and_needs_equal_keys():
@@ -137,7 +137,7 @@ def test_llm_matcher_against_fake_openai_endpoint(fake_endpoint, tmp_path):
         {"type": "characteristics", "values": ["dry or wet"]}]}]}]
     pol_pred = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [
         {"type": "characteristics", "values": ["wet or dry"]}]}]}]
-    p = score_pol([Example("pol", "d", 2, [], [], pol_gold, state={})], {("d", 2): pol_pred}, m)
+    p = score_pol_lenient([Example("pol", "d", 2, [], [], pol_gold, state={})], {("d", 2): pol_pred}, m)
     assert p["joint_accuracy"] == 1.0 and p["precision_at_k"]["1"] == 1.0
     n_requests = len(FakeChatCompletions.requests)
     score_pair(gold, pred, m)

@@ -87,3 +87,34 @@ def test_pol_dict_instead_of_list_is_one_action():
     # a broken action is dropped, the others of the turn still count
     can, _ = pol_sets([ASK_FEVER[0], {"action": "inquire", "symptom": "fever"}])
     assert can == {("inquire", "symptom", "fever")}
+
+
+# --------------------------------------------------------------------------- medhx score's headline
+
+from eval.score import score  # noqa: E402
+
+
+def test_medhx_score_headline_is_official_and_the_lenient_variant_is_named_apart():
+    invalid_attr = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing", "onset": "two weeks ago",
+                                                                          "location": ["chest"], "colour": "red"}]}}]
+    bare = [{"intent": "inform"}]
+    r = score("nlu", [ex(1, GOLD), ex(2, bare)], {("d", 1): invalid_attr, ("d", 2): bare})
+    assert r["definition"] == "official" and r["skipped_turns"] == 1
+    assert r["overall"]["precision"] == pytest.approx(3 / 4)  # the invalid attribute is a false positive
+    assert r["joint_accuracy"] == 0.0  # turn 1 differs; turn 2 is skipped, never credited
+    assert r["lenient"]["overall"]["precision"] == 1.0  # the variant sets the attribute aside ...
+    assert r["lenient"]["schema_extra_items"] == 1
+    assert r["lenient"]["joint_accuracy"] == 1.0  # ... and credits the skipped turn
+
+    r = score("nlu", [ex(1, GOLD)], {("d", 1): GOLD[0]})  # a dict instead of a list
+    assert r["format_errors"] == 1 and r["overall"]["recall"] == 0.0
+    r = score("nlu", [ex(1, GOLD)], {("d", 1): "not json"})  # the model's text did not parse
+    assert r["format_errors"] == 1 and r["overall"]["recall"] == 0.0
+
+
+def test_medhx_score_pol_skipped_turn_in_joint_accuracy_and_precision_at_k():
+    bare = [{"action": "inquire"}]
+    r = score("pol", [pex(1, ASK_ONSET), pex(3, bare), pex(5, ASK_FEVER)],
+              {("d", 1): ASK_ONSET, ("d", 3): bare, ("d", 5): ASK_ONSET})
+    assert r["joint_accuracy"] == pytest.approx(1 / 3) and r["lenient"]["joint_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert r["precision_at_k"]["1"] == pytest.approx(2 / 3)

@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from agent.data import Example
-from eval.metrics import score_nlu, score_pol
+from eval.lenient import score_nlu_lenient, score_pol_lenient
 
 GOLD = [{"intent": "inform", "slots": {"positive_symptom": [
     {"value": "coughing", "onset": "two months ago", "location": ["chest"],
@@ -30,7 +30,7 @@ def item(frames):
 
 
 def score_one(pred):
-    return score_nlu([nlu_example(GOLD)], {("d", 1): pred})
+    return score_nlu_lenient([nlu_example(GOLD)], {("d", 1): pred})
 
 
 def prf(p, r, f):
@@ -89,7 +89,7 @@ def test_malformed_prediction_is_a_format_error_scored_as_empty(bad):
 
 
 def test_missing_prediction_is_a_format_error_and_unknown_turns_are_reported():
-    r = score_nlu([nlu_example(GOLD)], {("other", 9): GOLD})
+    r = score_nlu_lenient([nlu_example(GOLD)], {("other", 9): GOLD})
     assert (r["format_errors"], r["missing_predictions"], r["unscored_predictions"]) == (1, 1, 1)
 
 
@@ -112,7 +112,7 @@ def test_joint_accuracy_divides_by_all_turns_including_skipped_ones():
     examples = [nlu_example(bare, uttr_id=1), nlu_example(GOLD, uttr_id=3), nlu_example(GOLD, uttr_id=5)]
     wrong = copy.deepcopy(GOLD)
     del item(wrong)["onset"]
-    r = score_nlu(examples, {("d", 1): bare, ("d", 3): GOLD, ("d", 5): wrong})
+    r = score_nlu_lenient(examples, {("d", 1): bare, ("d", 3): GOLD, ("d", 5): wrong})
     assert (r["turns"], r["scored_turns"], r["skipped_turns"]) == (3, 2, 1)
     assert r["joint_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
     assert r["counts"]["overall"] == {"tp": 9, "fp": 0, "fn": 1}  # the bare inform turn is not in P/R/F1
@@ -123,7 +123,7 @@ def test_micro_average_over_turns():
     missing_attr, wrong_loc = copy.deepcopy(GOLD), copy.deepcopy(GOLD)
     del item(missing_attr)["onset"]
     item(wrong_loc)["location"] = ["throat"]
-    r = score_nlu([nlu_example(GOLD, uttr_id=1), nlu_example(GOLD, uttr_id=3)], {("d", 1): missing_attr, ("d", 3): wrong_loc})
+    r = score_nlu_lenient([nlu_example(GOLD, uttr_id=1), nlu_example(GOLD, uttr_id=3)], {("d", 1): missing_attr, ("d", 3): wrong_loc})
     # canonical: 2 + 1 TP, 1 FP, 1 FN; non-canonical: 2 + 3 TP, 1 FN
     assert r["counts"]["canonical"] == {"tp": 3, "fp": 1, "fn": 1}
     assert r["counts"]["non_canonical"] == {"tp": 5, "fp": 0, "fn": 1}
@@ -142,11 +142,11 @@ D = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type":
 def test_pol_action_one_turn_late():
     examples = [pol_example(g, uttr_id=u) for g, u in ((A, 2), (B, 4), (C, 6))]
     preds = {("d", 2): B, ("d", 4): C, ("d", 6): D}  # each correct action one turn late; the last one never right
-    r = score_pol(examples, preds)
+    r = score_pol_lenient(examples, preds)
     assert r["precision_at_k"] == {"1": 0.0, "4": pytest.approx(2 / 3, abs=1e-4), "8": pytest.approx(2 / 3, abs=1e-4),
                                    "inf": pytest.approx(2 / 3, abs=1e-4)}
     assert r["joint_accuracy"] == 0.0
-    one = score_pol(examples[:2], {("d", 2): B, ("d", 4): D})
+    one = score_pol_lenient(examples[:2], {("d", 2): B, ("d", 4): D})
     # turn 2's action B is the gold of turn 4: P@1 = 0 and P@4 = 1 for that turn; turn 4 (D) matches nothing
     assert one["precision_at_k"]["1"] == 0.0 and one["precision_at_k"]["4"] == 0.5
 
@@ -158,7 +158,7 @@ def test_precision_at_k_window_and_dialogue_boundary():
     preds = {(ex.dialog_id, ex.uttr_id): ex.target for ex in examples}
     preds[("d", 2)] = D  # first equal gold turn is 6 turns ahead
     preds[("e", 2)] = B  # B is gold only in dialogue d
-    r = score_pol(examples, preds)
+    r = score_pol_lenient(examples, preds)
     # 8 turns; exact at own turn: 6 (d turns 2..7); d turn 1 needs K > 6; e never
     assert r["precision_at_k"] == {"1": 0.75, "4": 0.75, "8": 0.875, "inf": 0.875}
 
@@ -168,7 +168,7 @@ def test_pol_tuple_scores_and_bare_inquire_skip():
     examples = [pol_example(D, uttr_id=2), pol_example(bare, uttr_id=4)]
     pred_d = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "characteristics",
                                                                                   "values": ["wet or dry"]}]}]}]
-    r = score_pol(examples, {("d", 2): pred_d, ("d", 4): bare})
+    r = score_pol_lenient(examples, {("d", 2): pred_d, ("d", 4): bare})
     assert r["skipped_turns"] == 1
     assert r["canonical"] == prf(1, 1, 1)  # (coughing), (coughing, characteristics)
     assert r["non_canonical"] == prf(0, 0, 0)  # "wet or dry" != "dry or wet" under exact matching
@@ -177,7 +177,7 @@ def test_pol_tuple_scores_and_bare_inquire_skip():
 
 
 def test_pol_malformed_prediction():
-    r = score_pol([pol_example(A)], {("d", 2): [{"action": "shout"}]})
+    r = score_pol_lenient([pol_example(A)], {("d", 2): [{"action": "shout"}]})
     assert r["schema_errors"] == 1 and r["counts"]["overall"] == {"tp": 0, "fp": 0, "fn": 2}
-    r = score_pol([pol_example(A)], {("d", 2): None})
+    r = score_pol_lenient([pol_example(A)], {("d", 2): None})
     assert r["format_errors"] == 1 and r["precision_at_k"]["inf"] == 0.0

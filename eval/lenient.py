@@ -1,4 +1,11 @@
-"""NLU and POL scores as MediTOD defines them: micro P/R/F1 over unrolled tuples, joint accuracy, Precision@K.
+"""medhx's *lenient* NLU and POL scores: a variant of MediTOD's metrics, never reported under the official names.
+
+:mod:`eval.official` is the headline (MediTOD's definitions exactly). This variant differs on purpose, to ask
+"how good is the schema-valid content?" and to plug in soft matching of free-text values:
+- a prediction's parts that break the CMAS schema are set aside (``schema_extra_items``), not counted;
+- values are compared lower-cased with whitespace collapsed, non-canonical ones through a :class:`Matcher`
+  (exact, synonym, embedding, llm);
+- joint accuracy credits a skipped turn (empty / bare gold) when the prediction's tuple set equals the gold's.
 
 ``examples`` are :class:`agent.data.Example` (``nlu_examples`` / ``pol_examples``);
 ``predictions`` maps ``(dialog_id, uttr_id)`` to the predicted CMAS JSON (a list of
@@ -172,7 +179,7 @@ def _report(task: str, turns: list[Turn], predictions: Mapping, matcher: Matcher
     }
 
 
-def score_nlu(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
+def score_nlu_lenient(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
               matcher: Matcher | None = None) -> dict:
     turns = _turns("nlu", examples, predictions, nlu_tuples, nlu_skipped)
     return _report("nlu", turns, predictions, matcher or ExactMatcher())
@@ -202,7 +209,7 @@ def precision_at_k(turns: list[Turn], matcher: Matcher, ks: Sequence[float] = PR
     }
 
 
-def score_pol(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
+def score_pol_lenient(examples: Sequence[Example], predictions: Mapping[tuple[str, int], Any],
               matcher: Matcher | None = None) -> dict:
     matcher = matcher or ExactMatcher()
     turns = _turns("pol", examples, predictions, pol_tuples, pol_skipped)

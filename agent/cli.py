@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "models.predict",  # medhx predict --task nlu|pol|nlg
     "models.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
     "models.serve",  # medhx serve
+    "eval.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
     "eval.bench_speed",  # medhx bench-speed
     "agent.chat",  # medhx chat --cli
     "agent.sessions",  # medhx sessions {list,show,delete,export}

@@ -77,6 +77,26 @@ def teacher_forced_contexts(dialogues) -> list[tuple[str, int, TurnContext]]:
     return out
 
 
+def teacher_forced_doctor_contexts(dialogues) -> dict[tuple[str, int], TurnContext]:
+    """One context per scored doctor turn (every doctor turn but a dialogue's first utterance, as
+    :func:`agent.data.pol_examples`): the dialogue before the turn, the gold doctor actions before it, and the
+    gold patient state after the last patient turn."""
+    out: dict[tuple[str, int], TurnContext] = {}
+    for d in dialogues:
+        turns: list[tuple[str, str]] = []
+        past: list[list[dict]] = []
+        state: dict = {}
+        for i, u in enumerate(d.utterances):
+            if u.speaker == "doctor" and u.actions is not None and i > 0:
+                out[(d.dialog_id, u.uttr_id)] = TurnContext(turns=list(turns), state=dict(state), past_actions=list(past))
+            turns.append((u.speaker, u.text))
+            if u.speaker == "doctor":
+                past.append(u.actions or [])
+            elif u.dialog_state is not None:
+                state = u.dialog_state
+    return out
+
+
 def run_predict_nlu_module(config: dict, data_dir: str, split: str, out: str | Path, limit: int | None = None,
                            progress: bool = True) -> dict:
     """``medhx predict --task nlu`` for any NLU kind the config names (clinical, ensemble, gold, model): the

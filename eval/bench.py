@@ -231,6 +231,12 @@ class TaskRunner:
         self.agent = agent
         self.module = {"nlu": agent.nlu, "pol": agent.policy, "nlg": agent.nlg}[task]
         self.batched = isinstance(self.module, LLMModule)
+        # a module wrapping an LLM (model / hybrid policy, fallback NLG, ensemble NLU) runs turn by turn, but
+        # concurrently when its backend is a server, so the server still batches
+        inner = next((m for m in (getattr(self.module, a, None) for a in ("llm", "model")) if isinstance(m, LLMModule)),
+                     None)
+        server = inner is not None and getattr(inner.backend, "name", "") == "vllm-server"
+        self.workers = int(inner.backend.config.get("concurrency", 1)) if server else 1
         self.examples = {(e.dialog_id, e.uttr_id): e for e in examples}
         if self.batched:
             self.contexts: dict = {}
@@ -249,19 +255,24 @@ class TaskRunner:
             wall = time.perf_counter() - t0
             rows = [_row(k, o, wall / len(keys)) for k, o in zip(keys, outs, strict=True)]
             return [self._admit(r) for r in rows] if self.task == "nlu" else rows
-        rows = []
-        for k in keys:
-            ctx = self.contexts[k]
-            t0 = time.perf_counter()
-            if self.task == "nlu":
-                out = self.module.understand(ctx)
-            elif self.task == "pol":
-                out = self.module.next_actions(ctx)
-            else:
-                out = self.module.verbalize(self.examples[k].actions or [], ctx)
-            row = _row(k, out, time.perf_counter() - t0)
-            rows.append(self._admit(row, ctx.turns[-1][1] if ctx.turns else "") if self.task == "nlu" else row)
-        return rows
+        if self.workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                return list(pool.map(self._one, keys))
+        return [self._one(k) for k in keys]
+
+    def _one(self, key: tuple[str, int]) -> dict:
+        ctx = self.contexts[key]
+        t0 = time.perf_counter()
+        if self.task == "nlu":
+            out = self.module.understand(ctx)
+        elif self.task == "pol":
+            out = self.module.next_actions(ctx)
+        else:
+            out = self.module.verbalize(self.examples[key].actions or [], ctx)
+        row = _row(key, out, time.perf_counter() - t0)
+        return self._admit(row, ctx.turns[-1][1] if ctx.turns else "") if self.task == "nlu" else row
 
     def _admit(self, row: dict, utterance: str | None = None) -> dict:
         """What the live agent would let into the state: grounding applies, as in ``medhx predict``."""

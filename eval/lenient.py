@@ -23,7 +23,7 @@ from typing import Any
 
 from agent import cmas
 from agent.data import Example
-from eval.matching import ExactMatcher, Matcher, count_matches, values_to_compare
+from eval.matching import ExactMatcher, Matcher, candidate_pairs, count_matches, values_to_compare
 from eval.tuples import TupleSets, nlu_tuples, pol_tuples
 
 PRECISION_AT = (1, 4, 8, math.inf)
@@ -143,6 +143,8 @@ def _report(task: str, turns: list[Turn], predictions: Mapping, matcher: Matcher
     for t in turns:
         values |= values_to_compare(t.gold.non_canonical, t.pred.non_canonical)
     matcher.prepare(values)
+    if hasattr(matcher, "prefetch"):  # the llm judge: every question of the run at once, concurrently
+        matcher.prefetch(pair for t in turns for pair in candidate_pairs(t.gold.non_canonical, t.pred.non_canonical))
 
     canonical, non_canonical = Counts(), Counts()
     joint = 0
@@ -191,6 +193,10 @@ def lookahead(turns: list[Turn], matcher: Matcher) -> list[float]:
     by_dialogue: dict[str, list[Turn]] = {}
     for t in turns:
         by_dialogue.setdefault(t.example.dialog_id, []).append(t)
+    if hasattr(matcher, "prefetch"):
+        matcher.prefetch(pair for d in by_dialogue.values() for i, t in enumerate(d) for g in d[i:]
+                         if g.gold.canonical == t.pred.canonical and len(g.gold.non_canonical) == len(t.pred.non_canonical)
+                         for pair in candidate_pairs(g.gold.non_canonical, t.pred.non_canonical))
     out = []
     for dialogue in by_dialogue.values():
         dialogue.sort(key=lambda t: t.example.uttr_id)

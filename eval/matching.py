@@ -9,6 +9,7 @@ greedily: two tuples may pair only when they agree on every element but the last
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -138,31 +139,48 @@ class EmbeddingMatcher(Matcher):
 class LLMMatcher(Matcher):
     """Asks an OpenAI-compatible chat endpoint the MediTOD Appendix D question; answers are cached.
 
-    ``url`` is the API base (``http://host:port/v1``). The answer is positive when it
-    contains "positive" (as the official script reads it); an answer containing neither
-    "positive" nor "negative" counts as negative and is counted in ``unparsed``.
+    ``url`` is the API base (``http://host:port/v1``). The verdict is read strictly: the answer's first word,
+    punctuation and case aside, must be "positive" (a match) or "negative"; anything else ("not positive",
+    "maybe", an empty answer) is no match and is counted in ``unparsed``, never taken as a yes. Answers are
+    cached by (endpoint, model, pair), so a cache shared between judges never hands one judge's verdict to another;
+    :meth:`prefetch` asks every uncached pair of a scoring run concurrently.
     """
 
     name = "llm"
 
     def __init__(self, url: str, model: str, cache: str | Path | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, max_tokens: int = 10):
+                 timeout: float = 60.0, max_tokens: int = 10, concurrency: int = 8):
         import httpx
 
         self.url = url.rstrip("/")
         self.model = model
         self.max_tokens = max_tokens
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.concurrency = concurrency
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout,
+                                   limits=httpx.Limits(max_connections=concurrency))
         self.cache_path = Path(cache) if cache else None
         self.answers: dict[str, str] = {}
         if self.cache_path and self.cache_path.exists():
             self.answers = json.loads(self.cache_path.read_text())
         self.calls = 0
         self.unparsed = 0
+        import threading
+
+        self._lock = threading.Lock()
 
     def _key(self, gold: str, pred: str) -> str:
-        return json.dumps([self.model, gold, pred])
+        return json.dumps([self.url, self.model, gold, pred])
+
+    def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Ask every uncached pair at once (a thread pool of ``concurrency`` requests)."""
+        todo = sorted({(g, p) for g, p in pairs if g != p and self._key(g, p) not in self.answers})
+        if not todo:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            list(pool.map(lambda gp: self.ask(*gp), todo))
 
     def ask(self, gold: str, pred: str) -> str:
         key = self._key(gold, pred)
@@ -181,19 +199,18 @@ class LLMMatcher(Matcher):
             raise ConnectionError(f"llm matcher: {self.url}/chat/completions failed: {exc}") from exc
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise RuntimeError(f"llm matcher: unexpected chat completion response: {response.text[:200]}") from exc
-        self.calls += 1
-        self.answers[key] = answer
+        with self._lock:
+            self.calls += 1
+            self.answers[key] = answer
         return answer
 
     def same(self, gold: str, pred: str) -> bool:
         if gold == pred:
             return True
-        answer = self.ask(gold, pred).lower()
-        if "positive" in answer:
-            return True
-        if "negative" not in answer:
+        verdict = parse_verdict(self.ask(gold, pred))
+        if verdict is None:
             self.unparsed += 1
-        return False
+        return verdict is True
 
     def save(self) -> None:
         if self.cache_path:
@@ -203,6 +220,25 @@ class LLMMatcher(Matcher):
     def describe(self) -> dict:
         return {"name": self.name, "url": self.url, "model": self.model, "calls": self.calls,
                 "cached_answers": len(self.answers), "unparsed_answers": self.unparsed}
+
+
+def parse_verdict(answer: str) -> bool | None:
+    """The judge's verdict: True for "positive", False for "negative" (its first word), None for anything else."""
+    words = re.findall(r"[a-z]+", answer.lower())
+    if not words:
+        return None
+    return {"positive": True, "negative": False}.get(words[0])
+
+
+def candidate_pairs(gold: Iterable[Tuple], pred: Iterable[Tuple]) -> set[tuple[str, str]]:
+    """Every (gold value, predicted value) pair :func:`count_matches` may ask the matcher about."""
+    gold, pred = set(gold), set(pred)
+    exact = gold & pred
+    by_prefix: dict[Tuple, list[Tuple]] = defaultdict(list)
+    for p in pred - exact:
+        by_prefix[p[:-1]].append(p)
+    return {(g[-1], p[-1]) for g in gold - exact for p in by_prefix.get(g[:-1], [])
+            if isinstance(g[-1], str) and isinstance(p[-1], str)}
 
 
 def make_matcher(name: str = "exact", *, encoder: str | Path | None = None,

@@ -8,8 +8,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agent.data import Example
-from eval.matching import LLM_PROMPT, ExactMatcher, LLMMatcher, SynonymMatcher, count_matches, make_matcher
 from eval.lenient import score_nlu_lenient, score_pol_lenient
+from eval.matching import (
+    LLM_PROMPT,
+    ExactMatcher,
+    LLMMatcher,
+    SynonymMatcher,
+    count_matches,
+    make_matcher,
+    parse_verdict,
+)
 
 
 def frame(**attrs):
@@ -66,6 +74,7 @@ def test_embedding_matcher_with_real_minilm():
 # ------------------------------------------------------------------------------------------------ llm matcher
 
 SAME = {frozenset({"2 days ago", "two days before"}), frozenset({"dry or wet", "wet or dry"})}
+ANSWERS = {"hedge": "Not positive.", "unsure": "maybe"}  # evasive judges: never a match
 
 
 class FakeChatCompletions(BaseHTTPRequestHandler):
@@ -83,7 +92,7 @@ class FakeChatCompletions(BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
-        answer = "Positive." if frozenset({a, b}) in SAME else "negative"
+        answer = "Positive." if frozenset({a, b}) in SAME else ANSWERS.get(a, "negative")
         out = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
                           "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
                                        "finish_reason": "stop"}]}).encode()
@@ -166,3 +175,23 @@ def test_llm_matcher_reports_unreachable_endpoint():
     m = LLMMatcher(f"http://127.0.0.1:{free_port()}/v1", "judge-model", timeout=2)
     with pytest.raises(ConnectionError):
         m.same("a", "b")
+
+
+def test_llm_verdicts_are_parsed_strictly():
+    assert parse_verdict("Positive.") is True and parse_verdict(" negative") is False
+    assert parse_verdict("Not positive.") is None and parse_verdict("maybe positive") is None
+    assert parse_verdict("") is None
+
+
+def test_llm_matcher_asks_concurrently_reads_strictly_and_keys_its_cache_by_endpoint_and_model(fake_endpoint, tmp_path):
+    cache = tmp_path / "llm_cache.json"
+    m = LLMMatcher(fake_endpoint, "judge-model", cache=cache, concurrency=4)
+    assert not m.same("hedge", "hedges") and not m.same("unsure", "not sure")  # "Not positive." is no yes
+    assert m.unparsed == 2
+    m.prefetch([("2 days ago", "two days before"), ("dry or wet", "wet or dry"), ("a", "b"), ("c", "d")])
+    assert m.calls == 6 and m.same("a", "b") is False and m.calls == 6  # the prefetched answer, no new request
+    m.save()
+    other_model = LLMMatcher(fake_endpoint, "another-judge", cache=cache)
+    assert not any(k.startswith(json.dumps([fake_endpoint, "another-judge"])[:-1]) for k in other_model.answers)
+    other_model.same("2 days ago", "two days before")
+    assert other_model.calls == 1  # a different judge asks again instead of reusing another model's verdict

@@ -35,8 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent import cmas, safety
 from agent.paths import resolve_path
-from agent.tracker import update_state
-from policies.base import NLG, NLU, ModuleOutput, Policy, TurnContext
+from agent.protocol import DST, NLG, NLU, ModuleOutput, Policy, TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +196,10 @@ def apply_state_patch(state: dict, patch: dict[str, list[dict]]) -> dict:
 
 @dataclass
 class Agent:
-    """The three modules and the interview settings a graph runs with."""
+    """The four modules and the interview settings a graph runs with."""
 
     nlu: NLU
+    dst: DST
     policy: Policy
     nlg: NLG
     red_flag_rules: Any = None
@@ -292,7 +292,7 @@ class _Nodes:
 
     def track(self, s: InterviewState) -> dict:
         frames = s.pending.nlu or []
-        new_state = cmas.parse_state(update_state(s.patient_state, frames))
+        new_state = cmas.parse_state(self.agent.dst.update(s.patient_state, frames))
         turns = list(s.turns)
         meta = {k: v for k, v in s.pending.nlu_meta.items() if v not in (None, {}, "", False)}
         turns[-1] = turns[-1].model_copy(update={"nlu": frames, "state": new_state, "meta": {**turns[-1].meta, **meta}})
@@ -489,79 +489,21 @@ def load_config(path: str | Path) -> dict:
     return config
 
 
-MODULE_KEYS = ("adapter", "tokenizer", "mode", "k", "max_tokens", "history", "constrained", "max_prompt_tokens")
-TASK_OF = {"nlu": "nlu", "policy": "pol", "nlg": "nlg"}
-
-
 def build_agent(config: dict) -> Agent:
-    """NLU / policy / NLG from a config (see configs/agent_questionnaire.yaml, configs/default.yaml).
+    """The agent of a config: its four modules from the registry (``policies.registry``: nlu, dst, policy, nlg by
+    ``kind``, built-in or a dotted path), the interview settings (``session``) and the red-flag rules (``safety``)."""
+    from policies.registry import build_modules, make_template_nlg
 
-    Each of ``nlu``/``policy``/``nlg`` has a ``kind``: ``model`` (an LLM module of
-    ``models.modules`` over the backend named by ``backend``, with ``adapter``,
-    ``max_tokens``, ``mode`` ...), or a non-model kind: ``gold`` NLU (``agent.gold_nlu``, the
-    oracle setting), and what ``policies.registry`` builds (``questionnaire`` / ``hybrid``
-    policy, ``template`` NLG). A backend named by several modules is built once and shared;
-    its ``model`` defaults to the top-level ``base_model``.
-    """
-    for section in ("nlu", "policy", "nlg"):
-        if not isinstance(config.get(section), dict) or "kind" not in config[section]:
-            raise ValueError(f"config: section {section!r} with a 'kind' is required")
     session = config.get("session") or {}
-    agent = Agent(nlu=None, policy=None, nlg=None,  # type: ignore[arg-type]
-                  max_turns=int(session.get("max_turns", DEFAULT_MAX_TURNS)), review=bool(session.get("review", False)))
-    if agent.max_turns < 2:
+    max_turns = int(session.get("max_turns", DEFAULT_MAX_TURNS))
+    if max_turns < 2:
         raise ValueError("config: session.max_turns must be at least 2 (a greeting and a closing)")
-    backends: dict[str, Any] = {}
-
-    def backend(name: str | None) -> tuple[Any, dict]:
-        from models.backends import make_backend
-
-        specs = config.get("backends") or {}
-        if name not in specs:
-            raise ValueError(f"config: a model module names backend {name!r}, not defined under 'backends' ({sorted(specs)})")
-        spec = dict(specs[name])
-        if name not in backends:
-            kwargs = {k: v for k, v in spec.items() if k != "tokenizer"}
-            if kwargs.get("kind") in ("hf", "vllm-offline") and config.get("base_model"):
-                kwargs.setdefault("model", config["base_model"])
-            backends[name] = make_backend(kwargs)
-            agent.closers.append(backends[name].close)
-        return backends[name], spec
-
-    def llm(section: str) -> Any:
-        from models import modules
-
-        cfg = config[section]
-        be, spec = backend(cfg.get("backend"))
-        kwargs = {k: cfg[k] for k in MODULE_KEYS if k in cfg}
-        if "tokenizer" not in kwargs and (spec.get("tokenizer") or spec.get("kind") == "vllm-server"):
-            kwargs["tokenizer"] = spec.get("tokenizer") or config.get("base_model") or "smollm2"
-        if kwargs.get("mode") == "icl":
-            kwargs["retriever"] = _retriever(TASK_OF[section], cfg)
-        cls = {"nlu": modules.LLMNLU, "policy": modules.LLMPolicy, "nlg": modules.LLMNLG}[section]
-        return cls(be, **kwargs)
-
+    modules = build_modules(config)
+    agent = Agent(nlu=modules.nlu, dst=modules.dst, policy=modules.policy, nlg=modules.nlg, max_turns=max_turns,
+                  review=bool(session.get("review", False)), guard_nlg=make_template_nlg({}),
+                  nlu_vocabulary=modules.nlu_vocabulary, nlu_ground_words=modules.nlu_ground_words,
+                  closers=modules.closers)
     try:
-        nlu_cfg = config["nlu"]
-        agent.nlu = build_nlu(nlu_cfg, lambda: llm("nlu"))
-        # grounding (agent.grounding) is on for every kind but the gold oracle unless a config turns it off
-        # (`known_values_only` is its earlier name). Head values are checked against the vocabulary for every
-        # kind; free text against the patient's words for a bare model (the clinical NLU takes its values from
-        # its lexicon, and the ensemble grounds its model part itself).
-        if nlu_cfg.get("grounding", nlu_cfg.get("known_values_only", nlu_cfg["kind"] != "gold")):
-            from agent.ontology import default_vocabulary
-
-            agent.nlu_vocabulary = default_vocabulary()
-            agent.nlu_ground_words = nlu_cfg["kind"] == "model"
-
-        from policies.registry import make_nlg, make_policy
-        from policies.template_nlg import TemplateNLG
-
-        pol_cfg, nlg_cfg = config["policy"], config["nlg"]
-        agent.policy = make_policy(pol_cfg, llm("policy") if pol_cfg["kind"] in ("model", "hybrid") else None)
-        agent.nlg = make_nlg(nlg_cfg, llm("nlg") if nlg_cfg["kind"] == "model" else None)
-        agent.guard_nlg = TemplateNLG()
-
         # red flags are on unless a config turns them off explicitly (safety.red_flags: null)
         rules_path = (config.get("safety") or {}).get("red_flags", str(safety.DEFAULT_RULES))
         if rules_path:
@@ -570,42 +512,3 @@ def build_agent(config: dict) -> Agent:
         agent.close()
         raise
     return agent
-
-
-NLU_KINDS = ("clinical", "ensemble", "model", "gold")
-
-
-def build_nlu(cfg: dict, llm: Callable[[], Any]) -> NLU:
-    """The NLU of an ``nlu`` config section: ``clinical`` (knowledge-based, policies.nlu.clinical), ``model``
-    (an LLM module; ``llm`` builds it), ``ensemble`` (both, merged: policies.nlu.ensemble) or ``gold``
-    (the dataset's annotations, the oracle setting)."""
-    kind = cfg.get("kind")
-    if kind == "clinical":
-        from policies.nlu.clinical import ClinicalNLU
-        from policies.nlu.lexicon import DEFAULT_LEXICON, load_lexicon
-
-        return ClinicalNLU(load_lexicon(resolve_path(cfg["lexicon"])) if cfg.get("lexicon") else load_lexicon(DEFAULT_LEXICON))
-    if kind == "model":
-        return llm()
-    if kind == "ensemble":
-        from policies.nlu.clinical import ClinicalNLU
-        from policies.nlu.ensemble import EnsembleNLU
-        from policies.nlu.lexicon import load_lexicon
-
-        clinical = ClinicalNLU(load_lexicon(resolve_path(cfg["lexicon"]))) if cfg.get("lexicon") else ClinicalNLU()
-        return EnsembleNLU(llm(), clinical)
-    if kind == "gold":
-        from agent.gold_nlu import GoldNLU
-
-        return GoldNLU.from_dir(resolve_path(cfg.get("data", "data/meditod")))
-    raise ValueError(f"config: nlu kind {kind!r} unknown; use one of {NLU_KINDS}")
-
-
-def _retriever(task: str, cfg: dict) -> Any:
-    """Exemplar index for the in-context format: ``exemplars: {data: DIR, split: train}`` in the module's section."""
-    from agent.data import load_dialogues
-    from models.retrieval import ExemplarIndex
-
-    ex = cfg.get("exemplars") or {}
-    dialogues = load_dialogues(resolve_path(ex.get("data", "data/meditod")), ex.get("split", "train"))
-    return ExemplarIndex.build(dialogues, task, history=cfg.get("history", 4), encoder_path=ex.get("encoder"))

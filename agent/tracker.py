@@ -76,6 +76,18 @@ def update_state(state: dict, nlu_frames: list[dict], list_merge: ListMerge = "r
 # --------------------------------------------------------------------------- evaluation against gold
 
 
+class RuleTracker:
+    """The state tracker as a dialogue module (``dst: {kind: rule, list_merge: replace|union}``)."""
+
+    def __init__(self, list_merge: ListMerge = "replace"):
+        if list_merge not in ("replace", "union"):
+            raise ValueError(f"dst: list_merge must be 'replace' or 'union', got {list_merge!r}")
+        self.list_merge: ListMerge = list_merge
+
+    def update(self, state: dict, frames: list[dict]) -> dict:
+        return update_state(state, frames, self.list_merge)
+
+
 def canonical_state(state: dict) -> dict:
     """Order-free form for comparison: the order of items and of list values carries no meaning."""
     out = {}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from agent.data import DEFAULT_DATA_DIR, load_dialogues
 from agent.ontology import default_vocabulary
+from agent.protocol import ModuleOutput
 from agent.safety import admit_frames
 from eval.score import load_predictions
 from models.predict import teacher_forced_contexts
-from policies.base import ModuleOutput
 from policies.nlu.ensemble import EnsembleNLU
 
 

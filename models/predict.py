@@ -16,7 +16,7 @@ from typing import Any
 
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, load_dialogues, task_examples
-from policies.base import TurnContext
+from agent.protocol import TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from agent import cmas
 from agent.data import Dialogue, Example, Task, Utterance, task_examples
-from policies.base import TurnContext
+from agent.protocol import TurnContext
 
 Mode = Literal["supervised", "icl"]
 MODES: tuple[str, ...] = ("supervised", "icl")

@@ -26,8 +26,8 @@ from tqdm import tqdm
 from agent import cmas
 from agent.data import DEFAULT_OSCE_DIR, Dialogue, Utterance, load_dialogues, load_osce
 from agent.paths import REPO_ROOT
+from agent.protocol import TurnContext
 from agent.tracker import update_state
-from policies.base import TurnContext
 from policies.nlu.clinical import ClinicalNLU
 
 HOLDOUT_FILE = REPO_ROOT / "data" / "eval_holdout.txt"

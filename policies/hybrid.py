@@ -9,7 +9,7 @@ reason for each fallback is recorded in ``meta["fallback"]``.
 from __future__ import annotations
 
 from agent import cmas
-from policies.base import ModuleOutput, Policy, TurnContext
+from agent.protocol import ModuleOutput, Policy, TurnContext
 from policies.model import closing_reason
 from policies.questionnaire import QuestionnairePolicy
 from policies.questions import answered, asked, questions_of

@@ -8,7 +8,7 @@ the ``closing`` marker the graph reads (a farewell after the opening turn, or a 
 from __future__ import annotations
 
 from agent import cmas
-from policies.base import ModuleOutput, Policy, TurnContext
+from agent.protocol import ModuleOutput, Policy, TurnContext
 
 
 def closing_reason(actions: list[dict], ctx: TurnContext) -> str | None:

@@ -7,8 +7,8 @@ verbalizes the same actions. The reason is recorded in ``meta["fallback"]``.
 
 from __future__ import annotations
 
+from agent.protocol import NLG, ModuleOutput, TurnContext
 from agent.safety import claims_clinician
-from policies.base import NLG, ModuleOutput, TurnContext
 from policies.template_nlg import TemplateNLG
 
 

@@ -18,7 +18,7 @@ import yaml
 from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
-from policies.base import ModuleOutput, TurnContext
+from agent.protocol import ModuleOutput, TurnContext
 from policies.questions import OPEN_VALUES, Question, answered, asked, to_actions
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "questionnaire.yaml"

@@ -1,59 +1,262 @@
-"""Policies and NLG modules from config dicts (the ``policy`` / ``nlg`` sections of an agent YAML).
+"""The one registry of dialogue-module kinds: NLU, DST (state tracker), policy and NLG.
 
-``policy``: ``{kind: questionnaire | model | hybrid, questionnaire: <yaml path>?}``;
-``nlg``: ``{kind: template | model, lexicon: <yaml path>?, fallback: true}``: a model NLG falls
-back to the template NLG unless ``fallback: false``. Model kinds receive the
-already-built LLM module (the graph builds backends); other keys of the section (backend,
-adapter, ...) belong to that builder and are ignored here.
+Every section of an agent config (``nlu:``, ``dst:``, ``policy:``, ``nlg:``) names a ``kind``:
+
+- a built-in kind, registered below with :func:`register`;
+- or a researcher's own class by dotted path, ``kind: mypkg.mymodule:MyPolicy``: it is imported, called with the
+  section's other keys as keyword arguments, and must speak the role's protocol (:mod:`agent.protocol`), so a new
+  module plugs in with no change to medhx.
+
+Model kinds share backends: a backend named by several modules is built once (``Builder.backend``), its ``model``
+defaulting to the config's ``base_model``. Paths in a section resolve with :func:`agent.paths.resolve_path`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-from agent.paths import REPO_ROOT
-from policies.base import NLG, Policy
-from policies.hybrid import HybridPolicy
-from policies.model import ModelPolicy
-from policies.nlg_fallback import FallbackNLG
-from policies.questionnaire import DEFAULT_CONFIG, QuestionnairePolicy, load_questionnaire_config
-from policies.template_nlg import DEFAULT_LEXICON, TemplateNLG, load_lexicon
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.paths import resolve_path
+from agent.protocol import DST, NLG, NLU, Policy
+from agent.tracker import RuleTracker
 
-POLICY_KINDS = ("questionnaire", "model", "hybrid")
-NLG_KINDS = ("template", "model")
+ROLES = ("nlu", "dst", "policy", "nlg")
+PROTOCOLS: dict[str, type] = {"nlu": NLU, "dst": DST, "policy": Policy, "nlg": NLG}
+TASK_OF = {"nlu": "nlu", "policy": "pol", "nlg": "nlg"}  # the MediTOD task a model module of a role is trained on
+LLM_KEYS = ("adapter", "tokenizer", "mode", "k", "max_tokens", "history", "constrained", "max_prompt_tokens")
+DEFAULT_DST = {"kind": "rule", "list_merge": "replace"}
 
-
-def _path(p: str | None, default: Path) -> Path:
-    if p is None:
-        return default
-    path = Path(p)
-    return path if path.is_absolute() or path.exists() else REPO_ROOT / path
-
-
-def make_questionnaire(cfg: dict) -> QuestionnairePolicy:
-    return QuestionnairePolicy(load_questionnaire_config(_path(cfg.get("questionnaire"), DEFAULT_CONFIG)))
+BuildFn = Callable[["Builder", dict], Any]
+_KINDS: dict[str, dict[str, BuildFn]] = {role: {} for role in ROLES}
 
 
-def make_policy(cfg: dict, llm_policy: Policy | None = None) -> Policy:
-    kind = cfg.get("kind")
-    if kind not in POLICY_KINDS:
-        raise ValueError(f"policy config: kind {kind!r} unknown; use one of {POLICY_KINDS}")
-    if kind == "questionnaire":
-        return make_questionnaire(cfg)
-    if llm_policy is None:
-        raise ValueError(f"policy config: kind {kind!r} needs the LLM policy module")
-    if kind == "model":
-        return ModelPolicy(llm_policy)
-    return HybridPolicy(ModelPolicy(llm_policy), make_questionnaire(cfg))
+def register(role: str, kind: str) -> Callable[[BuildFn], BuildFn]:
+    """Decorator: ``fn(builder, section) -> module`` builds ``kind`` for ``role``."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; use one of {ROLES}")
+
+    def wrap(fn: BuildFn) -> BuildFn:
+        _KINDS[role][kind] = fn
+        return fn
+
+    return wrap
 
 
-def make_nlg(cfg: dict, llm_nlg: NLG | None = None) -> NLG:
-    kind = cfg.get("kind")
-    if kind not in NLG_KINDS:
-        raise ValueError(f"nlg config: kind {kind!r} unknown; use one of {NLG_KINDS}")
-    template = TemplateNLG(load_lexicon(_path(cfg.get("lexicon"), DEFAULT_LEXICON)))
-    if kind == "template":
-        return template
-    if llm_nlg is None:
-        raise ValueError("nlg config: kind 'model' needs the LLM NLG module")
-    return FallbackNLG(llm_nlg, template) if cfg.get("fallback", True) else llm_nlg
+def kinds(role: str) -> tuple[str, ...]:
+    return tuple(_KINDS[role])
+
+
+@dataclass
+class Modules:
+    """The four modules of an agent, the NLU grounding settings, and what to close when done."""
+
+    nlu: NLU
+    dst: DST
+    policy: Policy
+    nlg: NLG
+    nlu_vocabulary: Vocabulary | None = None  # set: ungrounded NLU values are set aside (agent.grounding)
+    nlu_ground_words: bool = False  # free-text values must also occur in the patient's words
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+class Builder:
+    """Builds the modules of one agent config; holds the backends they share."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.backends: dict[str, Any] = {}
+        self.closers: list[Callable[[], None]] = []
+
+    def section(self, role: str) -> dict:
+        cfg = self.config.get(role)
+        if cfg is None and role == "dst":
+            return dict(DEFAULT_DST)
+        if not isinstance(cfg, dict) or "kind" not in cfg:
+            raise ValueError(f"config: section {role!r} with a 'kind' is required")
+        return cfg
+
+    def build(self, role: str) -> Any:
+        cfg = self.section(role)
+        kind = cfg["kind"]
+        if isinstance(kind, str) and ":" in kind:
+            module = _custom(role, kind, {k: v for k, v in cfg.items() if k != "kind"})
+        elif kind in _KINDS[role]:
+            module = _KINDS[role][kind](self, cfg)
+        else:
+            raise ValueError(f"config: {role} kind {kind!r} unknown; use one of {kinds(role)} or a dotted path "
+                             "'package.module:Class'")
+        if not isinstance(module, PROTOCOLS[role]):
+            raise TypeError(f"config: {role} kind {kind!r} built a {type(module).__name__}, which does not speak the "
+                            f"{PROTOCOLS[role].__name__} protocol (agent.protocol)")
+        return module
+
+    def backend(self, name: str | None) -> tuple[Any, dict]:
+        from models.backends import make_backend
+
+        specs = self.config.get("backends") or {}
+        if name not in specs:
+            raise ValueError(f"config: a model module names backend {name!r}, not defined under 'backends' "
+                             f"({sorted(specs)})")
+        spec = dict(specs[name])
+        if name not in self.backends:
+            kwargs = {k: v for k, v in spec.items() if k != "tokenizer"}  # the tokenizer is the modules'
+            if kwargs.get("kind") in ("hf", "vllm-offline") and self.config.get("base_model"):
+                kwargs.setdefault("model", self.config["base_model"])
+            self.backends[name] = make_backend(kwargs)
+            self.closers.append(self.backends[name].close)
+        return self.backends[name], spec
+
+    def llm(self, role: str) -> Any:
+        """The LLM module (``models.modules``) of a role's section: backend, adapter, prompt mode, exemplars."""
+        from models import modules
+
+        cfg = self.section(role)
+        backend, spec = self.backend(cfg.get("backend"))
+        kwargs = {k: cfg[k] for k in LLM_KEYS if k in cfg}
+        if "tokenizer" not in kwargs and (spec.get("tokenizer") or spec.get("kind") == "vllm-server"):
+            kwargs["tokenizer"] = spec.get("tokenizer") or self.config.get("base_model") or "smollm2"
+        if kwargs.get("mode") == "icl":
+            kwargs["retriever"] = exemplar_index(TASK_OF[role], cfg)
+        cls = {"nlu": modules.LLMNLU, "policy": modules.LLMPolicy, "nlg": modules.LLMNLG}[role]
+        return cls(backend, **kwargs)
+
+
+def _custom(role: str, kind: str, settings: dict) -> Any:
+    module_name, _, attr = kind.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"config: {role} kind {kind!r}: cannot import {attr!r} from {module_name!r}: {exc}") from None
+    try:
+        return factory(**settings)
+    except TypeError as exc:
+        raise ValueError(f"config: {role} kind {kind!r} rejected its settings {sorted(settings)}: {exc}") from None
+
+
+def exemplar_index(task: str, cfg: dict) -> Any:
+    """Exemplar index for the in-context format: ``exemplars: {data: DIR, split: train, encoder: DIR}``."""
+    from agent.data import load_dialogues
+    from models.retrieval import ExemplarIndex
+
+    ex = cfg.get("exemplars") or {}
+    dialogues = load_dialogues(resolve_path(ex.get("data", "data/meditod")), ex.get("split", "train"))
+    return ExemplarIndex.build(dialogues, task, history=cfg.get("history", 4), encoder_path=ex.get("encoder"))
+
+
+def build_modules(config: dict) -> Modules:
+    """NLU, DST, policy and NLG of an agent config, with the NLU grounding the config asks for.
+
+    Grounding (agent.grounding) is on for every NLU kind but the gold oracle unless ``nlu.grounding: false``
+    (``known_values_only`` is its earlier name): head values must resolve in the vocabulary for every kind, free
+    text must occur in the patient's words for a bare model (the clinical NLU takes its values from its lexicon,
+    and the ensemble grounds its model part itself)."""
+    builder = Builder(config)
+    try:
+        nlu = builder.build("nlu")
+        modules = Modules(nlu=nlu, dst=builder.build("dst"), policy=builder.build("policy"), nlg=builder.build("nlg"),
+                          closers=builder.closers)
+    except Exception:
+        for close in builder.closers:
+            close()
+        raise
+    nlu_cfg = builder.section("nlu")
+    if nlu_cfg.get("grounding", nlu_cfg.get("known_values_only", nlu_cfg["kind"] != "gold")):
+        modules.nlu_vocabulary = default_vocabulary()
+        modules.nlu_ground_words = nlu_cfg["kind"] == "model"
+    return modules
+
+
+# --------------------------------------------------------------------------- built-in kinds
+
+
+def _lexicon(cfg: dict) -> Any:
+    from policies.nlu.lexicon import DEFAULT_LEXICON, load_lexicon
+
+    return load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON)
+
+
+@register("nlu", "clinical")
+def _clinical(b: Builder, cfg: dict) -> NLU:
+    from policies.nlu.clinical import ClinicalNLU
+
+    return ClinicalNLU(_lexicon(cfg))
+
+
+@register("nlu", "model")
+def _nlu_model(b: Builder, cfg: dict) -> NLU:
+    return b.llm("nlu")
+
+
+@register("nlu", "ensemble")
+def _ensemble(b: Builder, cfg: dict) -> NLU:
+    from policies.nlu.clinical import ClinicalNLU
+    from policies.nlu.ensemble import EnsembleNLU
+
+    return EnsembleNLU(b.llm("nlu"), ClinicalNLU(_lexicon(cfg)))
+
+
+@register("nlu", "gold")
+def _gold(b: Builder, cfg: dict) -> NLU:
+    from policies.nlu.gold import GoldNLU
+
+    return GoldNLU.from_dir(resolve_path(cfg.get("data", "data/meditod")))
+
+
+@register("dst", "rule")
+def _rule_tracker(b: Builder, cfg: dict) -> DST:
+    return RuleTracker(cfg.get("list_merge", "replace"))
+
+
+def make_questionnaire(cfg: dict) -> Policy:
+    from policies.questionnaire import DEFAULT_CONFIG, QuestionnairePolicy, load_questionnaire_config
+
+    path = resolve_path(cfg["questionnaire"]) if cfg.get("questionnaire") else DEFAULT_CONFIG
+    return QuestionnairePolicy(load_questionnaire_config(path))
+
+
+@register("policy", "questionnaire")
+def _questionnaire(b: Builder, cfg: dict) -> Policy:
+    return make_questionnaire(cfg)
+
+
+@register("policy", "model")
+def _policy_model(b: Builder, cfg: dict) -> Policy:
+    from policies.model import ModelPolicy
+
+    return ModelPolicy(b.llm("policy"))
+
+
+@register("policy", "hybrid")
+def _hybrid(b: Builder, cfg: dict) -> Policy:
+    from policies.hybrid import HybridPolicy
+    from policies.model import ModelPolicy
+
+    return HybridPolicy(ModelPolicy(b.llm("policy")), make_questionnaire(cfg))
+
+
+def make_template_nlg(cfg: dict) -> NLG:
+    from policies.template_nlg import DEFAULT_LEXICON, TemplateNLG, load_lexicon
+
+    return TemplateNLG(load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON))
+
+
+@register("nlg", "template")
+def _template(b: Builder, cfg: dict) -> NLG:
+    return make_template_nlg(cfg)
+
+
+@register("nlg", "model")
+def _nlg_model(b: Builder, cfg: dict) -> NLG:
+    """A model NLG falls back to the template NLG on an empty or unsafe utterance unless ``fallback: false``."""
+    from policies.nlg_fallback import FallbackNLG
+
+    model = b.llm("nlg")
+    return FallbackNLG(model, make_template_nlg(cfg)) if cfg.get("fallback", True) else model

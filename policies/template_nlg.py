@@ -15,7 +15,7 @@ import yaml
 
 from agent import cmas
 from agent.paths import REPO_ROOT
-from policies.base import ModuleOutput, TurnContext
+from agent.protocol import ModuleOutput, TurnContext
 from policies.questions import CHECK_ATTRIBUTES, OPEN_VALUES
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"

@@ -7,7 +7,7 @@ import pytest
 
 from agent import cmas
 from agent.ontology import default_vocabulary
-from policies.base import TurnContext
+from agent.protocol import TurnContext
 from policies.nlu.clinical import ClinicalNLU
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import yaml
 from graph_fixtures import REPO
 
-from agent import graph
 from agent.grounding import grounded_in
 from agent.ontology import default_vocabulary
+from agent.protocol import ModuleOutput
 from agent.safety import admit_frames
 from agent.sessions import SessionStore
-from policies.base import ModuleOutput
+from policies import registry
 
 INVENTED = [{"intent": "inform", "slots": {
     "positive_symptom": [
@@ -49,14 +49,13 @@ def test_gate_sets_aside_invented_values_and_keeps_grounded_ones():
 def test_invented_values_never_reach_the_state_through_the_graph(tmp_path, monkeypatch):
     cfg = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
     cfg["session"]["dir"] = str(tmp_path)
-    build = graph.build_nlu
-    monkeypatch.setattr(graph, "build_nlu", lambda section, llm: ScriptedModelNLU())
-    cfg["nlu"] = {"kind": "model", "grounding": True}  # build_nlu is replaced: no backend is built
+    # the registry's model kind builds the scripted model here: no backend is built
+    monkeypatch.setitem(registry._KINDS["nlu"], "model", lambda builder, section: ScriptedModelNLU())
+    cfg["nlu"] = {"kind": "model", "grounding": True}
     with SessionStore(cfg) as store:
         session = store.start()
         session.send("I've had this cough for two weeks and I cough up blood.")
         st = session.state()
-    monkeypatch.setattr(graph, "build_nlu", build)
     values = {it["value"] for items in st.patient_state.values() for it in items if "value" in it}
     assert values == {"coughing", "haemoptysis"}
     assert "idiot" not in str(st.patient_state) and "astronaut" not in str(st.patient_state)

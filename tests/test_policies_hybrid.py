@@ -1,4 +1,4 @@
-"""Hybrid policy fallback, the model adapter, model NLG fallback and the registry.
+"""Hybrid policy fallback, the model adapter, model NLG fallback.
 
 The LLM modules are the boundary here: a fixed-output policy / NLG object stands in for them
 (test names say ``fake``); the real LLM modules are exercised end to end by the graph tests.
@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import ModuleOutput, TurnContext
+from agent.protocol import ModuleOutput, TurnContext
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy
 from policies.nlg_fallback import FallbackNLG
 from policies.questionnaire import QuestionnairePolicy
-from policies.registry import make_nlg, make_policy
 from policies.template_nlg import TemplateNLG
 
 
@@ -117,26 +116,3 @@ def test_fake_model_nlg_falls_back_to_the_template(text, format_error, reason):
 def test_fake_model_nlg_text_is_kept_when_fine():
     out = FallbackNLG(FixedNLG(" Any fever lately? "), TemplateNLG()).verbalize([{"action": "other"}], CTX)
     assert out.value == "Any fever lately?" and "fallback" not in out.meta
-
-
-def test_registry_builds_each_kind():
-    assert isinstance(make_policy({"kind": "questionnaire"}), QuestionnairePolicy)
-    llm = FixedPolicy([{"action": "other"}])
-    assert isinstance(make_policy({"kind": "model", "backend": "x"}, llm), ModelPolicy)
-    h = make_policy({"kind": "hybrid", "questionnaire": "configs/questionnaire.yaml"}, llm)
-    assert isinstance(h, HybridPolicy) and isinstance(h.fallback, QuestionnairePolicy)
-    assert isinstance(make_nlg({"kind": "template"}), TemplateNLG)
-    assert isinstance(make_nlg({"kind": "model"}, FixedNLG("Hi.")), FallbackNLG)
-    model_nlg = FixedNLG("Hi.")
-    assert make_nlg({"kind": "model", "fallback": False}, model_nlg) is model_nlg
-
-
-def test_registry_errors_are_clear():
-    with pytest.raises(ValueError, match="kind 'rules' unknown"):
-        make_policy({"kind": "rules"})
-    with pytest.raises(ValueError, match="needs the LLM policy"):
-        make_policy({"kind": "hybrid"})
-    with pytest.raises(ValueError, match="needs the LLM NLG"):
-        make_nlg({"kind": "model"})
-    with pytest.raises(FileNotFoundError):
-        make_policy({"kind": "questionnaire", "questionnaire": "configs/missing.yaml"})

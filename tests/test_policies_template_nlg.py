@@ -6,8 +6,8 @@ import pytest
 
 from agent import cmas
 from agent.data import load_dialogues
+from agent.protocol import TurnContext
 from agent.safety import claims_clinician
-from policies.base import TurnContext
 from policies.questions import OPEN_VALUES
 from policies.template_nlg import FAREWELL, GREETING, TemplateNLG
 

@@ -9,8 +9,8 @@ import pytest
 
 from agent import cmas
 from agent.data import load_dialogues, task_examples
+from agent.protocol import TurnContext
 from models import prompts
-from policies.base import TurnContext
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

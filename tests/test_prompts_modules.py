@@ -9,11 +9,11 @@ import pytest
 
 from agent import cmas
 from agent.data import load_dialogues, task_examples
+from agent.protocol import NLG, NLU, ModuleOutput, Policy, TurnContext
 from models import prompts
 from models.backends.base import GenerationRequest, GenerationResult
 from models.modules import LLMNLG, LLMNLU, LLMPolicy, predict
 from models.parsing import ParseStats, parse_output
-from policies.base import NLG, NLU, ModuleOutput, Policy, TurnContext
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -26,7 +26,7 @@ from functools import cached_property
 from agent import cmas
 from agent.clinical_text import PhraseFinder
 from agent.ontology import Vocabulary, default_vocabulary
-from policies.base import ModuleOutput, TurnContext
+from agent.protocol import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, default_lexicon
 

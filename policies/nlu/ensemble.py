@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
+from agent.protocol import NLU, ModuleOutput, TurnContext
 from agent.safety import admit_frames
-from policies.base import NLU, ModuleOutput, TurnContext
 from policies.nlu.clinical import ClinicalNLU
 
 

@@ -3,6 +3,9 @@
 NLU, policy and NLG each take a :class:`TurnContext` (what the agent knows at this
 turn) and return plain CMAS JSON (``agent.cmas``), so a model module and a
 non-model one (questionnaire policy, template NLG) are interchangeable by config.
+The state tracker (DST) folds each turn's NLU frames into the patient state.
+Part of the foundation: modules (``policies/``, ``models/``) implement these, the
+application (graph, sessions, UI) calls them; ``policies.registry`` builds them by kind.
 """
 
 from __future__ import annotations
@@ -62,4 +65,11 @@ class Policy(Protocol):
 class NLG(Protocol):
     def verbalize(self, actions: list[dict], ctx: TurnContext) -> ModuleOutput:
         """The doctor's utterance (``value`` is a string) for ``actions``."""
+        ...
+
+
+@runtime_checkable
+class DST(Protocol):
+    def update(self, state: dict, frames: list[dict]) -> dict:
+        """The patient state after the turn's NLU ``frames`` (CMAS prefix form); ``state`` is left unchanged."""
         ...

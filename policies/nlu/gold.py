@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from agent.data import DEFAULT_DATA_DIR, Dialogue, load_dialogues
-from policies.base import ModuleOutput, TurnContext
+from agent.protocol import ModuleOutput, TurnContext
 
 
 def _norm(text: str) -> str:

@@ -17,8 +17,8 @@ COMMAND_MODULES = (
     "eval.score",  # medhx score {nlu,pol,nlg}
     "models.prepare",  # medhx models prepare
     "models.train",  # medhx train
-    "models.predict",  # medhx predict --task nlu|pol|nlg
-    "models.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
+    "eval.predict",  # medhx predict --task nlu|pol|nlg
+    "policies.nlu.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
     "models.serve",  # medhx serve
     "eval.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
     "eval.bench_speed",  # medhx bench-speed

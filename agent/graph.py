@@ -36,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent import cmas, safety
 from agent.paths import resolve_path
 from agent.protocol import DST, NLG, NLU, ModuleOutput, Policy, TurnContext
+from policies.model import closing_reason
+from policies.registry import build_modules, make_template_nlg
 
 log = logging.getLogger(__name__)
 
@@ -373,8 +375,6 @@ class _Nodes:
             edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
             actions = decision.replace_actions
             if close_reason != "turn budget":
-                from policies.model import closing_reason
-
                 reason = closing_reason(actions, s.context())
                 close_reason = f"clinician closed the interview ({reason})" if reason else None
             if decision.edit is None:
@@ -492,8 +492,6 @@ def load_config(path: str | Path) -> dict:
 def build_agent(config: dict) -> Agent:
     """The agent of a config: its four modules from the registry (``policies.registry``: nlu, dst, policy, nlg by
     ``kind``, built-in or a dotted path), the interview settings (``session``) and the red-flag rules (``safety``)."""
-    from policies.registry import build_modules, make_template_nlg
-
     session = config.get("session") or {}
     max_turns = int(session.get("max_turns", DEFAULT_MAX_TURNS))
     if max_turns < 2:

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agent import export
+from agent.export import Transcript
 from agent.graph import (
     Agent,
     InterviewState,
@@ -422,8 +424,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def transcript_of(st: InterviewState) -> Any:
     """The session as an ``agent.export.Transcript`` (turns with their CMAS annotations, red flags)."""
-    from agent.export import Transcript
-
     turns = [t.model_dump(mode="json", exclude_none=True) for t in st.turns]
     return Transcript.from_dicts(st.session_id, turns, st.red_flags)
 
@@ -431,8 +431,6 @@ def transcript_of(st: InterviewState) -> Any:
 def export_session(st: InterviewState, fmt: str = "meditod") -> str:
     """MediTOD-format JSON (``{session_id: {"utterances": [...]}}``, loadable by
     ``agent.data.load_dialogs_file``) or the clinician-readable history note (markdown)."""
-    from agent import export
-
     transcript = transcript_of(st)
     if fmt == "meditod":
         return json.dumps(export.to_meditod(transcript), indent=1, ensure_ascii=False) + "\n"

@@ -27,7 +27,19 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent import safety
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
+from agent.paths import resolve_path
+from eval.bench_report import plot_all, write_report
+from eval.lenient import score_nlu_lenient, score_pol_lenient
+from eval.matching import make_matcher
+from eval.nlg_facts import score_nlg_facts
+from eval.official import nlu_sets, nlu_skipped
+from eval.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
+from eval.score import score
+from models.modules import LLMModule
+from models.prepare import resolve_base_model
+from policies.registry import build_modules
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +129,6 @@ def _versions() -> dict[str, str | None]:
 
 def model_hashes(agent: dict) -> dict[str, Any]:
     """The base model's and every served adapter's content hash (from the backends' ``launch`` serve configs)."""
-    from agent.paths import resolve_path
-    from models.prepare import resolve_base_model
-
     out: dict[str, Any] = {}
     base = str(agent.get("base_model", "smollm2"))
     try:
@@ -224,9 +233,6 @@ class TaskRunner:
     """Predicts a batch of turns of one task with the agent's module for it."""
 
     def __init__(self, task: str, agent: Any, dialogues: list, examples: list[Example]):
-        from models.modules import LLMModule
-        from models.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
-
         self.task = task
         self.agent = agent
         self.module = {"nlu": agent.nlu, "pol": agent.policy, "nlg": agent.nlg}[task]
@@ -276,8 +282,6 @@ class TaskRunner:
 
     def _admit(self, row: dict, utterance: str | None = None) -> dict:
         """What the live agent would let into the state: grounding applies, as in ``medhx predict``."""
-        from agent import safety
-
         if row["prediction"] is None or self.agent.nlu_vocabulary is None:
             return row
         if utterance is None:
@@ -346,9 +350,6 @@ def run_stats(rows: list[dict]) -> dict:
 def soft_match_table(task: str, examples: list[Example], predictions: dict, cfg: BenchConfig, cache_dir: Path) -> dict:
     """The same predictions under each configured matcher (medhx's lenient variant; the official headline is
     exact by definition)."""
-    from eval.lenient import score_nlu_lenient, score_pol_lenient
-    from eval.matching import make_matcher
-
     out: dict[str, Any] = {}
     for name in cfg.match:
         if name == "llm" and cfg.llm_match is None:
@@ -372,8 +373,6 @@ def soft_match_table(task: str, examples: list[Example], predictions: dict, cfg:
 
 def per_group_f1(examples: list[Example], predictions: dict) -> dict[str, dict[str, float]]:
     """NLU F1 per slot type and per attribute, on the official tuples (exact): which parts a module gets right."""
-    from eval.official import nlu_sets, nlu_skipped
-
     counts: dict[str, dict[str, list[int]]] = {"slot": {}, "attribute": {}}
     for ex in examples:
         if nlu_skipped(ex.target):
@@ -404,8 +403,6 @@ def per_group_f1(examples: list[Example], predictions: dict) -> dict[str, dict[s
 
 def score_task(task: str, examples: list[Example], rows: list[dict], cfg: BenchConfig, cache_dir: Path,
                agent_cfg: dict, progress: bool) -> dict:
-    from eval.score import score
-
     predictions = {(r["dialog_id"], r["uttr_id"]): r["prediction"] for r in rows}
     report = score(task, examples, predictions, encoder=cfg.encoder, progress=progress)
     report.pop("notes", None)
@@ -420,9 +417,6 @@ def score_task(task: str, examples: list[Example], rows: list[dict], cfg: BenchC
 
 def nlg_fact_score(examples: list[Example], predictions: dict, cfg: BenchConfig) -> dict:
     """The fact-level NLG score (:mod:`eval.nlg_facts`), exact and under each configured non-llm matcher."""
-    from eval.matching import make_matcher
-    from eval.nlg_facts import score_nlg_facts
-
     out: dict[str, Any] = {}
     for name in cfg.match:
         if name == "llm":
@@ -436,8 +430,6 @@ def nlg_fact_score(examples: list[Example], predictions: dict, cfg: BenchConfig)
 
 
 def run_bench(cfg: BenchConfig, progress: bool = True) -> dict:
-    from agent.graph import build_agent
-
     random.seed(cfg.seed)
     try:
         import numpy as np
@@ -464,7 +456,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict:
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
 
     t_load = time.perf_counter()
-    agent = build_agent(agent_cfg)
+    agent = build_modules(agent_cfg)
     load_s = time.perf_counter() - t_load
     metrics: dict[str, Any] = {"tasks": {}, "agent_load_s": round(load_s, 2)}
     try:
@@ -482,8 +474,6 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict:
         agent.close()
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n")
     paper = load_paper_reference(cfg.paper_reference)
-    from eval.bench_report import plot_all, write_report
-
     plots = plot_all(metrics, paper, cfg, out)
     write_report(metrics, provenance, paper, cfg, plots, out / "report.md")
     return metrics

@@ -18,8 +18,8 @@ from agent.data import DEFAULT_DATA_DIR, load_dialogues
 from agent.ontology import default_vocabulary
 from agent.protocol import ModuleOutput
 from agent.safety import admit_frames
+from eval.predict import teacher_forced_contexts
 from eval.score import load_predictions
-from models.predict import teacher_forced_contexts
 from policies.nlu.ensemble import EnsembleNLU
 
 

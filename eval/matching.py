@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from agent.ontology import DEFAULT_ONTOLOGY
+from eval.encoder import default_encoder_path, encoder_name, offline
 from eval.tuples import Tuple, normalize_value
 
 MATCHERS = ("exact", "synonym", "embedding", "llm")
@@ -107,8 +108,6 @@ class EmbeddingMatcher(Matcher):
     name = "embedding"
 
     def __init__(self, encoder: str | Path | None = None, threshold: float = DEFAULT_EMBEDDING_THRESHOLD):
-        from eval.encoder import default_encoder_path, offline
-
         offline()
         from sentence_transformers import SentenceTransformer
 
@@ -131,8 +130,6 @@ class EmbeddingMatcher(Matcher):
         return gold == pred or self.similarity(gold, pred) >= self.threshold
 
     def describe(self) -> dict:
-        from eval.encoder import encoder_name
-
         return {"name": self.name, "encoder": encoder_name(self.path), "threshold": self.threshold}
 
 

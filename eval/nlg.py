@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.data import Example
+from eval.encoder import default_encoder_path, encoder_name, offline, transformer_dir
 
 DIGITS = 4
 BLEU_WEIGHTS = {2: (0.5, 0.5), 4: (0.25, 0.25, 0.25, 0.25)}
@@ -61,9 +62,6 @@ def bertscore_model(encoder: str | Path | None = None) -> tuple[str, int]:
     """The encoder directory ``bert-score`` loads and the layer it reads (the encoder's last)."""
     import json
 
-    from agent.paths import default_encoder_path
-    from eval.encoder import transformer_dir
-
     model_dir = transformer_dir(Path(encoder) if encoder is not None else default_encoder_path())
     config = json.loads((model_dir / "config.json").read_text())
     return str(model_dir), int(config["num_hidden_layers"])
@@ -75,8 +73,6 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: 
     if not candidates:
         return []
     from bert_score import score as bert_score
-
-    from eval.encoder import offline
 
     offline()
     model_dir, layer = bertscore_model(encoder)
@@ -103,8 +99,6 @@ def score_nlg(examples: Sequence[Example], predictions: Mapping[tuple[str, int],
               encoder: str | Path | None = None, progress: bool = True) -> dict:
     """``predictions`` maps ``(dialog_id, uttr_id)`` to the generated doctor text; missing / non-text ones are format
     errors and score as the empty string."""
-    from eval.encoder import default_encoder_path, encoder_name
-
     golds, preds = [], []
     format_errors = missing = 0
     for ex in examples:

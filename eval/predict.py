@@ -17,6 +17,11 @@ from typing import Any
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, load_dialogues, task_examples
 from agent.protocol import TurnContext
+from models.backends import make_backend
+from models.modules import predict, resolve_tokenizer
+from models.parsing import ParseStats
+from models.retrieval import ExemplarIndex
+from policies.registry import build_modules
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +52,6 @@ def module_settings(config: dict, task: str) -> dict:
 
 
 def build_retriever(settings: dict, task: str, data_dir: str, history: int | None) -> Any:
-    from models.retrieval import ExemplarIndex
-
     r = settings.get("retrieval") or {}
     dialogues = load_dialogues(r.get("data", data_dir), r.get("split", "train"))
     return ExemplarIndex.build(dialogues, task, history=history, encoder_path=r.get("encoder"),
@@ -105,13 +108,11 @@ def run_predict_nlu_module(config: dict, data_dir: str, split: str, out: str | P
 
     from tqdm import tqdm
 
-    from agent.graph import build_agent
-
     contexts = teacher_forced_contexts(load_dialogues(data_dir, split))
     if not contexts:
         raise ValueError(f"no nlu turns in split {split!r} of {data_dir}")
     contexts = contexts[:limit] if limit else contexts
-    agent = build_agent(config)
+    agent = build_modules(config)
     rows, seconds = [], []
     try:
         for dialog_id, uttr_id, ctx in tqdm(contexts, desc=f"nlu ({config['nlu']['kind']})", disable=not progress):
@@ -139,10 +140,6 @@ def run_predict(config: dict, task: str, data_dir: str, split: str, out: str | P
         if overrides:
             raise ValueError(f"--mode/--adapter apply to kind: model, not nlu kind {config['nlu']['kind']!r}")
         return run_predict_nlu_module(config, data_dir, split, out, limit, progress)
-    from models.backends import make_backend
-    from models.modules import predict, resolve_tokenizer
-    from models.parsing import ParseStats
-
     settings = {**module_settings(config, task), **(overrides or {})}
     examples = task_examples(task, load_dialogues(data_dir, split), settings.get("history", 4))  # type: ignore[arg-type]
     if not examples:

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.data import DEFAULT_DATA_DIR, Example, load_dialogues, task_examples
+from eval import official
+from eval.lenient import score_nlu_lenient, score_pol_lenient
 from eval.matching import DEFAULT_EMBEDDING_THRESHOLD, DEFAULT_ONTOLOGY, MATCHERS, Matcher, make_matcher
+from eval.nlg import score_nlg
 
 TASKS = ("nlu", "pol", "nlg")
 
@@ -88,14 +91,9 @@ def score(task: str, examples: list[Example], predictions: dict[tuple[str, int],
     ``joint_accuracy``, ``precision_at_k``) are MediTOD's official definitions, unrounded; medhx's variant is
     under ``lenient``."""
     if task == "nlg":
-        from eval.nlg import score_nlg
-
         return score_nlg(examples, predictions, encoder, progress)
     if task not in ("nlu", "pol"):
         raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
-    from eval import official
-    from eval.lenient import score_nlu_lenient, score_pol_lenient
-
     decoded = {k: decode_prediction(v) for k, v in predictions.items()}
     skipped = official.nlu_skipped if task == "nlu" else official.pol_skipped
     if task == "nlu":

@@ -11,8 +11,8 @@ from graph_fixtures import REPO
 from agent.data import load_dialogues, nlu_examples
 from eval.lenient import score_nlu_lenient
 from eval.score import load_predictions
-from models.predict import teacher_forced_contexts
-from models.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
+from eval.predict import teacher_forced_contexts
+from policies.nlu.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
 from policies.nlu.clinical import ClinicalNLU
 
 
@@ -78,7 +78,7 @@ def test_silver_labels_score_against_gold_on_the_shared_dialogues():
 
 def test_silver_data_holds_no_holdout_text(tmp_path):
     """Stock phrasings recur across transcripts; none of the holdout transcripts' passages reaches silver data."""
-    from models.silver import holdout_lines
+    from policies.nlu.silver import holdout_lines
 
     summary = build_silver(tmp_path / "silver", progress=False)
     lines = holdout_lines(read_holdout())

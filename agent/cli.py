@@ -12,6 +12,7 @@ import logging
 import sys
 
 COMMAND_MODULES = (
+    "agent.config",  # medhx config {check,show}
     "agent.data",  # medhx data stats
     "agent.tracker",  # medhx track
     "eval.score",  # medhx score {nlu,pol,nlg}

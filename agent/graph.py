@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent import cmas, safety
+from agent.config import check_agent_config
 from agent.paths import resolve_path
 from agent.protocol import DST, NLG, NLU, ModuleOutput, Policy, TurnContext
 from policies.model import closing_reason
@@ -492,18 +493,17 @@ def load_config(path: str | Path) -> dict:
 def build_agent(config: dict) -> Agent:
     """The agent of a config: its four modules from the registry (``policies.registry``: nlu, dst, policy, nlg by
     ``kind``, built-in or a dotted path), the interview settings (``session``) and the red-flag rules (``safety``)."""
-    session = config.get("session") or {}
-    max_turns = int(session.get("max_turns", DEFAULT_MAX_TURNS))
-    if max_turns < 2:
-        raise ValueError("config: session.max_turns must be at least 2 (a greeting and a closing)")
+    checked = check_agent_config(config)  # unknown keys and bad values fail here, before anything is built
+    session = checked.session
+    max_turns = session.max_turns
     modules = build_modules(config)
     agent = Agent(nlu=modules.nlu, dst=modules.dst, policy=modules.policy, nlg=modules.nlg, max_turns=max_turns,
-                  review=bool(session.get("review", False)), guard_nlg=make_template_nlg({}),
+                  review=session.review, guard_nlg=make_template_nlg({}),
                   nlu_vocabulary=modules.nlu_vocabulary, nlu_ground_words=modules.nlu_ground_words,
                   closers=modules.closers)
     try:
         # red flags are on unless a config turns them off explicitly (safety.red_flags: null)
-        rules_path = (config.get("safety") or {}).get("red_flags", str(safety.DEFAULT_RULES))
+        rules_path = checked.safety.red_flags
         if rules_path:
             agent.red_flag_rules = safety.load_rules(resolve_path(rules_path))
     except Exception:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import resolve_path
 from agent.protocol import DST, NLG, NLU, Policy
@@ -26,23 +28,122 @@ from agent.tracker import RuleTracker
 ROLES = ("nlu", "dst", "policy", "nlg")
 PROTOCOLS: dict[str, type] = {"nlu": NLU, "dst": DST, "policy": Policy, "nlg": NLG}
 TASK_OF = {"nlu": "nlu", "policy": "pol", "nlg": "nlg"}  # the MediTOD task a model module of a role is trained on
-LLM_KEYS = ("adapter", "tokenizer", "mode", "k", "max_tokens", "history", "constrained", "max_prompt_tokens")
+LLM_KEYS = ("adapter", "tokenizer", "mode", "k", "max_tokens", "history", "constrained", "max_prompt_tokens",
+            "schema_max_items", "schema_max_length")
 DEFAULT_DST = {"kind": "rule", "list_merge": "replace"}
 
 BuildFn = Callable[["Builder", dict], Any]
 _KINDS: dict[str, dict[str, BuildFn]] = {role: {} for role in ROLES}
 
 
-def register(role: str, kind: str) -> Callable[[BuildFn], BuildFn]:
-    """Decorator: ``fn(builder, section) -> module`` builds ``kind`` for ``role``."""
+class Settings(BaseModel):
+    """A kind's settings: an unknown or misspelt key is an error naming the allowed keys (a typo in a safety
+    setting must not turn it off silently)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+
+
+class Exemplars(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    data: str = "data/meditod"
+    split: str = "train"
+    encoder: str | None = None  # default: the packaged all-MiniLM-L6-v2
+
+
+class LLMSettings(Settings):
+    """An LLM module (``models.modules``) on a backend named under ``backends``."""
+
+    backend: str
+    adapter: str | None = None  # LoRA module name on the backend; None = the base model
+    tokenizer: str | None = None
+    mode: str = Field(default="supervised", pattern="^(supervised|icl)$")
+    k: int | None = Field(default=None, ge=1)  # in-context exemplars
+    max_tokens: int | None = Field(default=None, ge=1)
+    history: int | None = Field(default=None, ge=0)
+    constrained: bool | None = None  # JSON-Schema-constrained decoding (NLU, POL)
+    max_prompt_tokens: int | None = Field(default=None, ge=1)
+    schema_max_items: int | None = None
+    schema_max_length: int | None = None
+    exemplars: Exemplars | None = None
+
+
+class Grounding(BaseModel):
+    grounding: bool | None = None  # default: on for every kind but gold
+    known_values_only: bool | None = None  # grounding's earlier name
+
+
+class ClinicalSettings(Settings, Grounding):
+    lexicon: str | None = None  # default configs/nlu_lexicon.yaml
+
+
+class ModelNLUSettings(LLMSettings, Grounding):
+    pass
+
+
+class EnsembleSettings(LLMSettings, Grounding):
+    lexicon: str | None = None
+
+
+class GoldSettings(Settings, Grounding):
+    data: str = "data/meditod"
+
+
+class RuleTrackerSettings(Settings):
+    list_merge: str = Field(default="replace", pattern="^(replace|union)$")
+
+
+class QuestionnaireSettings(Settings):
+    questionnaire: str | None = None  # default configs/questionnaire.yaml
+
+
+class HybridSettings(LLMSettings):
+    questionnaire: str | None = None
+
+
+class TemplateSettings(Settings):
+    lexicon: str | None = None  # default configs/nlg_lexicon.yaml
+
+
+class ModelNLGSettings(LLMSettings):
+    lexicon: str | None = None  # the fallback template NLG's
+    fallback: bool = True
+
+
+_SETTINGS: dict[str, dict[str, type[Settings]]] = {role: {} for role in ROLES}
+
+
+def register(role: str, kind: str, settings: type[Settings]) -> Callable[[BuildFn], BuildFn]:
+    """Decorator: ``fn(builder, section) -> module`` builds ``kind`` for ``role``; ``settings`` types its section."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; use one of {ROLES}")
 
     def wrap(fn: BuildFn) -> BuildFn:
         _KINDS[role][kind] = fn
+        _SETTINGS[role][kind] = settings
         return fn
 
     return wrap
+
+
+def check_section(role: str, section: Any) -> dict:
+    """A role's section validated against its kind's settings, defaults filled in (dotted-path kinds: as given;
+    their class signature checks them when built)."""
+    if not isinstance(section, dict) or "kind" not in section:
+        raise ValueError(f"config: section {role!r} with a 'kind' is required")
+    kind = section["kind"]
+    if isinstance(kind, str) and ":" in kind:
+        return dict(section)
+    if kind not in _SETTINGS[role]:
+        raise ValueError(f"config: {role} kind {kind!r} unknown; use one of {kinds(role)} or a dotted path "
+                         "'package.module:Class'")
+    model = _SETTINGS[role][kind]
+    try:
+        return model.model_validate(section).model_dump()
+    except ValidationError as exc:
+        problems = "; ".join(f"{role}.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        allowed = sorted(model.model_fields)
+        raise ValueError(f"config: {problems} (allowed keys for {role} kind {kind!r}: {allowed})") from None
 
 
 def kinds(role: str) -> tuple[str, ...]:
@@ -85,14 +186,11 @@ class Builder:
 
     def build(self, role: str) -> Any:
         cfg = self.section(role)
-        kind = cfg["kind"]
-        if isinstance(kind, str) and ":" in kind:
+        kind = check_section(role, cfg)["kind"]
+        if ":" in kind:
             module = _custom(role, kind, {k: v for k, v in cfg.items() if k != "kind"})
-        elif kind in _KINDS[role]:
-            module = _KINDS[role][kind](self, cfg)
         else:
-            raise ValueError(f"config: {role} kind {kind!r} unknown; use one of {kinds(role)} or a dotted path "
-                             "'package.module:Class'")
+            module = _KINDS[role][kind](self, cfg)
         if not isinstance(module, PROTOCOLS[role]):
             raise TypeError(f"config: {role} kind {kind!r} built a {type(module).__name__}, which does not speak the "
                             f"{PROTOCOLS[role].__name__} protocol (agent.protocol)")
@@ -119,8 +217,9 @@ class Builder:
         from models import modules
 
         cfg = self.section(role)
+        check_section(role, cfg)
         backend, spec = self.backend(cfg.get("backend"))
-        kwargs = {k: cfg[k] for k in LLM_KEYS if k in cfg}
+        kwargs = {k: cfg[k] for k in LLM_KEYS if k in cfg}  # as written: an explicit null (history) means something
         if "tokenizer" not in kwargs and (spec.get("tokenizer") or spec.get("kind") == "vllm-server"):
             kwargs["tokenizer"] = spec.get("tokenizer") or self.config.get("base_model") or "smollm2"
         if kwargs.get("mode") == "icl":
@@ -168,7 +267,9 @@ def build_modules(config: dict) -> Modules:
             close()
         raise
     nlu_cfg = builder.section("nlu")
-    if nlu_cfg.get("grounding", nlu_cfg.get("known_values_only", nlu_cfg["kind"] != "gold")):
+    grounding = nlu_cfg.get("grounding")
+    grounding = nlu_cfg.get("known_values_only") if grounding is None else grounding
+    if grounding if grounding is not None else nlu_cfg["kind"] != "gold":
         modules.nlu_vocabulary = default_vocabulary()
         modules.nlu_ground_words = nlu_cfg["kind"] == "model"
     return modules
@@ -183,19 +284,19 @@ def _lexicon(cfg: dict) -> Any:
     return load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON)
 
 
-@register("nlu", "clinical")
+@register("nlu", "clinical", ClinicalSettings)
 def _clinical(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.clinical import ClinicalNLU
 
     return ClinicalNLU(_lexicon(cfg))
 
 
-@register("nlu", "model")
+@register("nlu", "model", ModelNLUSettings)
 def _nlu_model(b: Builder, cfg: dict) -> NLU:
     return b.llm("nlu")
 
 
-@register("nlu", "ensemble")
+@register("nlu", "ensemble", EnsembleSettings)
 def _ensemble(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.clinical import ClinicalNLU
     from policies.nlu.ensemble import EnsembleNLU
@@ -203,14 +304,14 @@ def _ensemble(b: Builder, cfg: dict) -> NLU:
     return EnsembleNLU(b.llm("nlu"), ClinicalNLU(_lexicon(cfg)))
 
 
-@register("nlu", "gold")
+@register("nlu", "gold", GoldSettings)
 def _gold(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.gold import GoldNLU
 
     return GoldNLU.from_dir(resolve_path(cfg.get("data", "data/meditod")))
 
 
-@register("dst", "rule")
+@register("dst", "rule", RuleTrackerSettings)
 def _rule_tracker(b: Builder, cfg: dict) -> DST:
     return RuleTracker(cfg.get("list_merge", "replace"))
 
@@ -222,19 +323,19 @@ def make_questionnaire(cfg: dict) -> Policy:
     return QuestionnairePolicy(load_questionnaire_config(path))
 
 
-@register("policy", "questionnaire")
+@register("policy", "questionnaire", QuestionnaireSettings)
 def _questionnaire(b: Builder, cfg: dict) -> Policy:
     return make_questionnaire(cfg)
 
 
-@register("policy", "model")
+@register("policy", "model", LLMSettings)
 def _policy_model(b: Builder, cfg: dict) -> Policy:
     from policies.model import ModelPolicy
 
     return ModelPolicy(b.llm("policy"))
 
 
-@register("policy", "hybrid")
+@register("policy", "hybrid", HybridSettings)
 def _hybrid(b: Builder, cfg: dict) -> Policy:
     from policies.hybrid import HybridPolicy
     from policies.model import ModelPolicy
@@ -248,12 +349,12 @@ def make_template_nlg(cfg: dict) -> NLG:
     return TemplateNLG(load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON))
 
 
-@register("nlg", "template")
+@register("nlg", "template", TemplateSettings)
 def _template(b: Builder, cfg: dict) -> NLG:
     return make_template_nlg(cfg)
 
 
-@register("nlg", "model")
+@register("nlg", "model", ModelNLGSettings)
 def _nlg_model(b: Builder, cfg: dict) -> NLG:
     """A model NLG falls back to the template NLG on an empty or unsafe utterance unless ``fallback: false``."""
     from policies.nlg_fallback import FallbackNLG

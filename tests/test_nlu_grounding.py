@@ -51,7 +51,7 @@ def test_invented_values_never_reach_the_state_through_the_graph(tmp_path, monke
     cfg["session"]["dir"] = str(tmp_path)
     # the registry's model kind builds the scripted model here: no backend is built
     monkeypatch.setitem(registry._KINDS["nlu"], "model", lambda builder, section: ScriptedModelNLU())
-    cfg["nlu"] = {"kind": "model", "grounding": True}
+    cfg["nlu"] = {"kind": "model", "backend": "scripted", "grounding": True}
     with SessionStore(cfg) as store:
         session = store.start()
         session.send("I've had this cough for two weeks and I cough up blood.")

@@ -50,11 +50,11 @@ def test_registry_builds_each_built_in_kind():
     assert set(registry.kinds("nlu")) == {"clinical", "model", "ensemble", "gold"}
     assert isinstance(build("policy", {"kind": "questionnaire"}), QuestionnairePolicy)
     assert isinstance(build("policy", {"kind": "model", "backend": "x"}), ModelPolicy)
-    h = build("policy", {"kind": "hybrid", "questionnaire": "configs/questionnaire.yaml"})
+    h = build("policy", {"kind": "hybrid", "backend": "x", "questionnaire": "configs/questionnaire.yaml"})
     assert isinstance(h, HybridPolicy) and isinstance(h.fallback, QuestionnairePolicy)
     assert isinstance(build("nlg", {"kind": "template"}), TemplateNLG)
-    assert isinstance(build("nlg", {"kind": "model"}), FallbackNLG)
-    assert not isinstance(build("nlg", {"kind": "model", "fallback": False}), FallbackNLG)
+    assert isinstance(build("nlg", {"kind": "model", "backend": "x"}), FallbackNLG)
+    assert not isinstance(build("nlg", {"kind": "model", "backend": "x", "fallback": False}), FallbackNLG)
 
 
 def test_the_state_tracker_is_a_module_with_its_list_semantics():

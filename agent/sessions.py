@@ -29,16 +29,9 @@ from typing import Any
 
 from agent import export
 from agent.export import Transcript
-from agent.graph import (
-    Agent,
-    InterviewState,
-    Turn,
-    build_agent,
-    build_graph,
-    load_config,
-    parse_review_decision,
-    utc_now,
-)
+from agent.graph import build_agent, build_graph, load_config
+from agent.graph_nodes import Agent
+from agent.graph_state import InterviewState, Turn, parse_review_decision, utc_now
 from agent.safety import clean_patient_text
 
 DEFAULT_DIR = ".medhx"

@@ -14,7 +14,7 @@ import yaml
 
 from agent import cmas
 from agent.data import load_dialogues
-from agent.graph import InterviewState
+from agent.graph_state import InterviewState
 
 REPO = Path(__file__).resolve().parent.parent
 

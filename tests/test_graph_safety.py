@@ -11,11 +11,11 @@ from __future__ import annotations
 from graph_fixtures import REPO, assert_cmas_valid
 
 from agent.data import Dialogue, Utterance
-from agent.graph import Agent
+from agent.graph_nodes import Agent
 from agent.safety import load_rules
 from agent.sessions import SessionStore, export_session
-from policies.nlu.gold import GoldNLU
 from agent.tracker import RuleTracker
+from policies.nlu.gold import GoldNLU
 from policies.registry import make_questionnaire, make_template_nlg
 
 P1 = "I've been short of breath for about a week."

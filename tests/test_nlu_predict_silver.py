@@ -10,10 +10,10 @@ from graph_fixtures import REPO
 
 from agent.data import load_dialogues, nlu_examples
 from eval.lenient import score_nlu_lenient
-from eval.score import load_predictions
 from eval.predict import teacher_forced_contexts
-from policies.nlu.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
+from eval.score import load_predictions
 from policies.nlu.clinical import ClinicalNLU
+from policies.nlu.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
 
 
 def test_teacher_forced_contexts_carry_the_gold_past():

@@ -1,0 +1,305 @@
+"""The interview graph's nodes and the bundle of modules and settings they run with (:class:`Agent`).
+
+Patient text is data: it reaches the patient state only as CMAS-valid NLU frames
+(``agent.safety.admit_frames`` keeps the valid part; the rest is recorded, never applied).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent import cmas, safety
+from agent.graph_state import (
+    InterviewState,
+    PatientInput,
+    Pending,
+    ReviewEdit,
+    Status,
+    Turn,
+    _dump,
+    apply_state_patch,
+    parse_review_decision,
+    utc_now,
+)
+from agent.protocol import DST, NLG, NLU, ModuleOutput, Policy
+from policies.model import closing_reason
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TURNS = 40
+
+BUDGET_CLOSING = (
+    "Thank you, we have reached the end of the time for this history. "
+    "A clinician will go through it with you and decide on the next steps."
+)
+SLEEP_HOOK_ENV = "MEDHX_DEBUG_SLEEP_IN_NODE"
+"""Fault injection for the crash tests: ``node:patient_turn:seconds`` sleeps inside that node
+(after announcing it on stderr), so a SIGKILL lands there deterministically."""
+
+
+
+# --------------------------------------------------------------------------- the agent (modules + settings)
+
+
+@dataclass
+class Agent:
+    """The four modules and the interview settings a graph runs with."""
+
+    nlu: NLU
+    dst: DST
+    policy: Policy
+    nlg: NLG
+    red_flag_rules: Any = None
+    max_turns: int = DEFAULT_MAX_TURNS
+    review: bool = False
+    guard_nlg: NLG | None = None
+    nlu_vocabulary: Any = None  # set: ungrounded NLU values are set aside (config nlu.grounding, agent.grounding)
+    nlu_ground_words: bool = False  # free-text values must also occur in the patient's words
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+def is_closing(actions: list[dict], out: ModuleOutput) -> bool:
+    """The policy closes the interview with a diagnosis action or by marking a farewell."""
+    return bool(out.meta.get("closing")) or any(a.get("action") == "diagnosis" for a in actions)
+
+
+# --------------------------------------------------------------------------- safety glue
+
+
+def _check_red_flags(agent: Agent, state: dict) -> list[dict]:
+    return [asdict(f) for f in safety.check_red_flags(state, agent.red_flag_rules)]
+
+
+# --------------------------------------------------------------------------- graph
+
+
+class Nodes:
+    """The graph's nodes. ``agent`` is resolved lazily so a graph that only reads sessions
+    (``medhx sessions list``) never loads a model."""
+
+    def __init__(self, agent: Agent | Callable[[], Agent]):
+        self._agent = agent
+
+    @property
+    def agent(self) -> Agent:
+        if not isinstance(self._agent, Agent):
+            self._agent = self._agent()
+        return self._agent
+
+    # -- helpers
+
+    @staticmethod
+    def _pending(s: InterviewState, **changes: Any) -> dict:
+        return s.pending.model_copy(update=changes).model_dump(mode="json")
+
+    def timed(self, name: str, fn: Callable[[InterviewState], dict]) -> Callable[[InterviewState], dict]:
+        def node(s: InterviewState) -> dict:
+            _sleep_hook(name, len(s.patient_turns()))
+            t0 = time.perf_counter()
+            update = fn(s)
+            dt = round(time.perf_counter() - t0, 6)
+            pending = update.get("pending") or s.pending.model_dump(mode="json")
+            pending["latency"] = {**pending.get("latency", {}), name: dt}
+            update["pending"] = pending
+            _emit({"event": "latency", "node": name, "seconds": dt, "turn": len(s.turns)})
+            return update
+
+        node.__name__ = name
+        return node
+
+    # -- nodes
+
+    def patient(self, s: InterviewState) -> dict:
+        from langgraph.types import interrupt
+
+        last = s.turns[-1].text if s.turns else ""
+        raw = interrupt({"kind": "patient", "turn": len(s.turns), "doctor": last})
+        _sleep_hook("patient", len(s.patient_turns()) + 1)
+        msg = PatientInput.model_validate(raw)
+        text = safety.clean_patient_text(msg.text)
+        meta = {"injection_markers": markers} if (markers := safety.injection_markers(text)) else {}
+        turn = Turn(index=len(s.turns), speaker="patient", text=text, at=msg.at, key=msg.key, meta=meta)
+        return {"turns": _dump([*s.turns, turn]), "pending": Pending().model_dump(mode="json")}
+
+    def nlu(self, s: InterviewState) -> dict:
+        out = self.agent.nlu.understand(s.context())
+        said = s.turns[-1].text if s.turns and s.turns[-1].speaker == "patient" else None
+        utterance = said if self.agent.nlu_ground_words else None
+        admitted = safety.admit_frames(out.value, self.agent.nlu_vocabulary, utterance)
+        meta = {"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
+                "extra": {**out.extra, **admitted.rejected}, **_plain(out.meta)}
+        if admitted.rejected:
+            log.warning("NLU output outside CMAS set aside at turn %d: %s", len(s.turns) - 1, list(admitted.rejected))
+        return {"pending": self._pending(s, nlu=admitted.frames, nlu_meta=meta)}
+
+    def track(self, s: InterviewState) -> dict:
+        frames = s.pending.nlu or []
+        new_state = cmas.parse_state(self.agent.dst.update(s.patient_state, frames))
+        turns = list(s.turns)
+        meta = {k: v for k, v in s.pending.nlu_meta.items() if v not in (None, {}, "", False)}
+        turns[-1] = turns[-1].model_copy(update={"nlu": frames, "state": new_state, "meta": {**turns[-1].meta, **meta}})
+        return {"turns": _dump(turns), "patient_state": new_state}
+
+    def red_flag_check(self, s: InterviewState) -> dict:
+        said = s.turns[-1].text if s.turns and s.turns[-1].speaker == "patient" else ""
+        raised = self._new_flags(s, s.patient_state, len(s.turns) - 1, said)
+        if not raised:
+            return {}
+        return {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
+
+    def _new_flags(self, s: InterviewState, state: dict, turn: int, said: str = "") -> list[dict]:
+        """Rules that fire now, on the state or on the patient's words, and had not fired before in this session
+        (each is raised once)."""
+        if self.agent.red_flag_rules is None:
+            return []
+        seen = {f["id"] for f in s.red_flags}
+        fired = _check_red_flags(self.agent, state)
+        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules)]
+        out: dict[str, dict] = {}
+        for f in fired:
+            if f["id"] not in seen and f["id"] not in out:
+                out[f["id"]] = {**f, "turn": turn}
+        return list(out.values())
+
+    def policy(self, s: InterviewState) -> dict:
+        agent = self.agent
+        if len(s.doctor_turns()) + 1 >= agent.max_turns:
+            actions = [{"action": "nod_prompt_salutations"}]
+            return {"pending": self._pending(s, actions=actions, close_reason="turn budget",
+                                             policy_meta={"budget": agent.max_turns})}
+        out = agent.policy.next_actions(s.context())
+        kept = cmas.parse_actions_lenient(out.value)
+        meta = {"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
+                "extra": {**out.extra, **kept.extra}, **_plain(out.meta)}
+        reason = "policy closed the interview" if is_closing(kept.value, out) else None
+        return {"pending": self._pending(s, actions=kept.value, policy_meta=meta, close_reason=reason)}
+
+    def nlg(self, s: InterviewState) -> dict:
+        p = s.pending
+        if p.close_reason == "turn budget":
+            text, meta = BUDGET_CLOSING, {"template": "budget"}
+        else:
+            out = self.agent.nlg.verbalize(p.actions or [], s.context())
+            text = str(out.value).strip() if isinstance(out.value, str) else ""
+            meta = {"raw": out.raw, "format_error": out.format_error, **_plain(out.meta)}
+            if (not text or safety.claims_clinician(text)) and self.agent.guard_nlg is not None:
+                meta["guard"] = "empty utterance" if not text else "presented the agent as a clinician"
+                text = str(self.agent.guard_nlg.verbalize(p.actions or [], s.context()).value).strip()
+        return {"pending": self._pending(s, text=text, nlg_meta=meta)}
+
+    def review(self, s: InterviewState) -> dict:
+        if not self.agent.review:
+            return {}
+        from langgraph.types import interrupt
+
+        p = s.pending
+        turn = len(s.turns)
+        raw = interrupt({
+            "kind": "review", "turn": turn, "actions": p.actions, "text": _full_text(p),
+            "patient_state": s.patient_state, "red_flags": [f for f in s.red_flags if f.get("turn") == turn - 1],
+        })
+        decision = parse_review_decision(raw, s.patient_state)
+        edits: list[ReviewEdit] = []
+        update: dict[str, Any] = {}
+        actions, text, escalation, close_reason = p.actions, p.text, p.escalation, p.close_reason
+        rec = {"turn": turn, "by": decision.by, "at": decision.at or utc_now()}
+        if decision.state_patch is not None:
+            patched = apply_state_patch(s.patient_state, decision.state_patch)
+            edits.append(ReviewEdit(kind="state_patch", before=s.patient_state, after=patched, **rec))
+            update["patient_state"] = patched
+            raised = self._new_flags(s, patched, turn - 1)
+            if raised:
+                update["red_flags"] = [*s.red_flags, *raised]
+                escalation = " ".join(x for x in (p.escalation, _escalation(raised)) if x)
+        if decision.replace_actions is not None:
+            edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
+            actions = decision.replace_actions
+            if close_reason != "turn budget":
+                reason = closing_reason(actions, s.context())
+                close_reason = f"clinician closed the interview ({reason})" if reason else None
+            if decision.edit is None:
+                ctx = s.context()
+                if "patient_state" in update:
+                    ctx.state = update["patient_state"]
+                text = str(self.agent.nlg.verbalize(actions, ctx).value).strip()
+        if decision.edit is not None:
+            edits.append(ReviewEdit(kind="edit", before=text, after=decision.edit.strip(), **rec))
+            text = decision.edit.strip()
+        if not edits:
+            edits.append(ReviewEdit(kind="approve", **rec))
+        update["review_edits"] = _dump([*s.review_edits, *edits])
+        update["pending"] = self._pending(s, actions=actions, text=text, escalation=escalation,
+                                            close_reason=close_reason, reviewed=True)
+        return update
+
+    def speak(self, s: InterviewState) -> dict:
+        p = s.pending
+        meta: dict[str, Any] = {k: v for k, v in p.policy_meta.items() if v not in (None, {}, "", False)}
+        if p.nlg_meta.get("format_error"):
+            meta["nlg_format_error"] = p.nlg_meta["format_error"]
+        if p.escalation:
+            meta["escalation"] = p.escalation
+        if p.close_reason:
+            meta["closing"] = p.close_reason
+        if p.reviewed:
+            meta["reviewed"] = True
+        turn = Turn(index=len(s.turns), speaker="doctor", text=_full_text(p), at=utc_now(),
+                    actions=p.actions or [], latency=p.latency, meta=meta)
+        status: Status = "active"
+        if p.close_reason == "turn budget":
+            status = "budget_reached"
+        elif p.close_reason:
+            status = "closed"
+        _emit({"event": "doctor", "turn": turn.index, "text": turn.text})
+        return {"turns": _dump([*s.turns, turn]), "pending": Pending().model_dump(mode="json"), "status": status}
+
+
+def _escalation(flags: list[dict]) -> str | None:
+    return " ".join(f["message"] for f in flags if f.get("message")) or None
+
+
+def _full_text(p: Pending) -> str:
+    return f"{p.escalation} {p.text or ''}".strip() if p.escalation else (p.text or "")
+
+
+def _plain(meta: dict) -> dict:
+    """Module meta as JSON-safe values (it is checkpointed)."""
+    return json.loads(json.dumps(meta, default=str))
+
+
+def _emit(event: dict) -> None:
+    """Custom stream events (``stream_mode="custom"``): per-node latency and finished doctor turns."""
+    from langgraph.config import get_stream_writer
+
+    try:
+        get_stream_writer()(event)
+    except RuntimeError:  # called outside a graph run
+        pass
+
+
+def _sleep_hook(node: str, patient_turn: int) -> None:
+    spec = os.environ.get(SLEEP_HOOK_ENV)
+    if not spec:
+        return
+    name, turn, seconds = spec.split(":")
+    if name == node and int(turn) == patient_turn:
+        print(f"medhx: sleeping in node {node} at patient turn {patient_turn}", file=sys.stderr, flush=True)
+        time.sleep(float(seconds))
+
+
+def after_speak(s: InterviewState) -> str:
+    return "patient" if s.status == "active" else "__end__"  # langgraph.graph.END
+
+

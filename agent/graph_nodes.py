@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -39,9 +37,6 @@ BUDGET_CLOSING = (
     "Thank you, we have reached the end of the time for this history. "
     "A clinician will go through it with you and decide on the next steps."
 )
-SLEEP_HOOK_ENV = "MEDHX_DEBUG_SLEEP_IN_NODE"
-"""Fault injection for the crash tests: ``node:patient_turn:seconds`` sleeps inside that node
-(after announcing it on stderr), so a SIGKILL lands there deterministically."""
 
 
 
@@ -106,7 +101,6 @@ class Nodes:
 
     def timed(self, name: str, fn: Callable[[InterviewState], dict]) -> Callable[[InterviewState], dict]:
         def node(s: InterviewState) -> dict:
-            _sleep_hook(name, len(s.patient_turns()))
             t0 = time.perf_counter()
             update = fn(s)
             dt = round(time.perf_counter() - t0, 6)
@@ -126,7 +120,6 @@ class Nodes:
 
         last = s.turns[-1].text if s.turns else ""
         raw = interrupt({"kind": "patient", "turn": len(s.turns), "doctor": last})
-        _sleep_hook("patient", len(s.patient_turns()) + 1)
         msg = PatientInput.model_validate(raw)
         text = safety.clean_patient_text(msg.text)
         meta = {"injection_markers": markers} if (markers := safety.injection_markers(text)) else {}
@@ -287,16 +280,6 @@ def _emit(event: dict) -> None:
         get_stream_writer()(event)
     except RuntimeError:  # called outside a graph run
         pass
-
-
-def _sleep_hook(node: str, patient_turn: int) -> None:
-    spec = os.environ.get(SLEEP_HOOK_ENV)
-    if not spec:
-        return
-    name, turn, seconds = spec.split(":")
-    if name == node and int(turn) == patient_turn:
-        print(f"medhx: sleeping in node {node} at patient turn {patient_turn}", file=sys.stderr, flush=True)
-        time.sleep(float(seconds))
 
 
 def after_speak(s: InterviewState) -> str:

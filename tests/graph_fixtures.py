@@ -81,16 +81,31 @@ def run_medhx(*args: str, stdin: str = "", env: dict | None = None, timeout: flo
                           env=env or medhx_env(), timeout=timeout)
 
 
+SECTION = {"nlu": "nlu", "dst": "dst", "policy": "policy", "nlg": "nlg"}
+
+
+def stalled_config(cfg: dict, role: str, patient_turn: int) -> dict:
+    """``cfg`` with its ``role`` module wrapped in :class:`fault_modules.Stall` (parks the process inside that
+    module at ``patient_turn``)."""
+    inner = cfg.get(role) or {"kind": "rule", "list_merge": "replace"}
+    wrapped = {"kind": "fault_modules:Stall", "role": role, "inner": inner, "turn": patient_turn}
+    if role == "nlu":
+        wrapped["grounding"] = inner.get("grounding", inner["kind"] != "gold")
+    return {**cfg, role: wrapped}
+
+
 def killed_in_node(cmd: list[str], stdin: str, node: str, patient_turn: int, timeout: float = 300) -> str:
-    """Run ``cmd`` with ``stdin`` and SIGKILL it while it sleeps inside ``node`` at ``patient_turn``
-    (the graph's fault-injection hook). Returns what it printed before dying."""
-    env = medhx_env(MEDHX_DEBUG_SLEEP_IN_NODE=f"{node}:{patient_turn}:600")
+    """Run ``cmd`` (whose config wraps ``node``'s module in a Stall: :func:`stalled_config`) with ``stdin`` and
+    SIGKILL it while it sleeps inside that module at ``patient_turn``. Returns what it printed before dying."""
+    from fault_modules import MARKER
+
+    env = medhx_env(PYTHONPATH=str(REPO / "tests") + os.pathsep + medhx_env()["PYTHONPATH"])
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, env=env)
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(stdin)
     proc.stdin.flush()
-    marker = f"medhx: sleeping in node {node} at patient turn {patient_turn}"
+    marker = MARKER.format(role=node, turn=patient_turn)
     deadline = time.monotonic() + timeout
     err = ""
     try:
@@ -110,8 +125,11 @@ def killed_in_node(cmd: list[str], stdin: str, node: str, patient_turn: int, tim
 
 
 def chat_killed_in_node(config: Path, session_id: str, lines: list[str], node: str, patient_turn: int) -> str:
-    """``medhx chat --cli`` fed ``lines``, killed inside ``node`` at ``patient_turn``."""
-    cmd = medhx_cmd("chat", "--cli", "--config", str(config), "--session", session_id)
+    """``medhx chat --cli`` fed ``lines``, killed inside ``node`` at ``patient_turn`` (``config`` is written with
+    that module stalled; the caller resumes with the unstalled config)."""
+    stalled = config.with_name(config.stem + f"-stall-{node}.yaml")
+    write_config(stalled, stalled_config(yaml.safe_load(config.read_text()), node, patient_turn))
+    cmd = medhx_cmd("chat", "--cli", "--config", str(stalled), "--session", session_id)
     return killed_in_node(cmd, "".join(f"{line}\n" for line in lines), node, patient_turn)
 
 

@@ -1,8 +1,8 @@
 """Kill -9 mid-turn, resume in a new process: no patient utterance lost, no doctor turn duplicated.
 
-A real ``medhx chat --cli`` process runs the interview; the graph's fault-injection hook
-(``MEDHX_DEBUG_SLEEP_IN_NODE``) parks it inside one node at one patient turn and the test
-SIGKILLs it there. A second ``medhx chat --cli --session ID`` process gets the utterances the
+A real ``medhx chat --cli`` process runs the interview; a test module plugged in by dotted path
+(``tests/fault_modules.py``: it wraps the real module of one role) parks it inside that node at one patient turn
+and the test SIGKILLs it there. A second ``medhx chat --cli --session ID`` process gets the utterances the
 first one had not read yet. The result must equal an uninterrupted run of the same script.
 The agent is deterministic (gold NLU, questionnaire policy, template NLG), so "equal" is exact.
 """
@@ -23,6 +23,7 @@ from graph_fixtures import (
     medhx_env,
     patient_lines,
     run_medhx,
+    stalled_config,
     transcript,
     write_config,
 )
@@ -48,9 +49,8 @@ def _kill_and_resume(tmp_path, node: str, session: dict, sid: str) -> None:
     chat_killed_in_node(path, sid, LINES, node, KILL_TURN)
     with SessionStore(cfg) as store:
         assert store.exists(sid)
-        # killed inside a node: the turn shows as running; killed with the utterance stored but not
-        # consumed, the patient interrupt is still the open one
-        assert store.list_sessions()[0].waiting_for == ("patient" if node == "patient" else "running")
+        # killed inside a node: the turn shows as running
+        assert store.list_sessions()[0].waiting_for == "running"
 
     # the new process gets only what the dead one had not read: lines after the one in flight
     rest = LINES[KILL_TURN:]
@@ -68,10 +68,10 @@ def _kill_and_resume(tmp_path, node: str, session: dict, sid: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("node", ["policy", "patient", "nlg"])
+@pytest.mark.parametrize("node", ["dst", "policy", "nlg"])
 def test_sqlite_kill_mid_turn_then_resume(tmp_path, node):
-    """policy: NLU and tracking checkpointed, NLG not yet run; patient: the utterance is stored as
-    the graph's resume value but not yet consumed; nlg: the doctor's text is being generated."""
+    """dst: the utterance and its NLU checkpointed, the state not yet updated; policy: NLU and tracking
+    checkpointed, NLG not yet run; nlg: the doctor's text is being generated."""
     _kill_and_resume(tmp_path, node, {"store": "sqlite"}, f"crash-{node}")
 
 
@@ -82,7 +82,8 @@ def test_sqlite_kill_then_client_retries_every_utterance_by_key(tmp_path):
     cfg = gold_config(tmp_path / "store")
     path = write_config(tmp_path / "agent.yaml", cfg)
     script = "".join(f"{x}\n" for x in LINES)
-    killed_in_node(keyed_client_cmd(path, "keyed"), script, "nlu", KILL_TURN)
+    stalled = write_config(tmp_path / "agent-stall-nlu.yaml", stalled_config(cfg, "nlu", KILL_TURN))
+    killed_in_node(keyed_client_cmd(stalled, "keyed"), script, "nlu", KILL_TURN)
     r = subprocess.run(keyed_client_cmd(path, "keyed"), input=script, capture_output=True, text=True, env=medhx_env(),
                        timeout=300)
     assert r.returncode == 0, r.stderr

@@ -132,3 +132,29 @@ def test_bench_config_rejects_unknown_keys(tmp_path):
         load_config(path)
     for name in ("smoke", "default", "paper_supervised", "paper_icl"):
         assert isinstance(load_config(REPO / "configs" / "bench" / f"{name}.yaml"), BenchConfig)
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_smoke_bench_on_the_embedded_model(tmp_path):
+    """configs/bench/smoke.yaml as shipped (embedded SmolLM2, in-context prompts, a vLLM CPU server the bench starts
+    and stops), two turns a task on a free port: every artifact is written."""
+    from vllm_fixtures import free_port
+
+    cfg = yaml.safe_load((REPO / "configs" / "bench" / "smoke.yaml").read_text())
+    cfg["agent"]["backends"]["local"]["url"] = f"http://127.0.0.1:{free_port()}"
+    cfg["limit"] = 2
+    cfg["match"] = ["exact", "synonym"]
+    cfg["output_dir"] = str(tmp_path / "smoke")
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    text = finish(bench(path))
+    out = tmp_path / "smoke"
+    for name in ("metrics.json", "report.md", "provenance.json", "metrics_vs_paper.png", "latency.png",
+                 "predictions/nlu.jsonl", "predictions/pol.jsonl", "predictions/nlg.jsonl"):
+        assert (out / name).stat().st_size > 0, name
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {t: m["run"]["computed"] for t, m in metrics["tasks"].items()} == {"nlu": 2, "pol": 2, "nlg": 2}
+    assert all(m["stats"]["tokens_out"] > 0 for m in metrics["tasks"].values())
+    assert json.loads((out / "provenance.json").read_text())["models"]["base_model"]["name"] == "smollm2"
+    assert "nlg: BLEU-4" in text

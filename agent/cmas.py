@@ -490,3 +490,15 @@ def dumps(obj: Any) -> str:
     ``disable_any_whitespace``), so targets must be written the way decoding must write them.
     """
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def closing_reason(actions: list[dict], after_opening: bool) -> str | None:
+    """Whether a doctor turn's actions end the interview, and why: ``farewell`` (a salutation after the opening
+    turn) or ``diagnosis`` (a diagnosis offered). The one place that decides it; the graph asks it of every planned
+    or clinician-edited turn."""
+    kinds = {a.get("action") for a in actions}
+    if "nod_prompt_salutations" in kinds and after_opening:
+        return "farewell"
+    if "diagnosis" in kinds:
+        return "diagnosis"
+    return None

@@ -26,8 +26,7 @@ from agent.graph_state import (
     parse_review_decision,
     utc_now,
 )
-from agent.protocol import DST, NLG, NLU, ModuleOutput, Policy
-from policies.model import closing_reason
+from agent.protocol import DST, NLG, NLU, Policy
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +62,6 @@ class Agent:
         for close in self.closers:
             close()
         self.closers.clear()
-
-
-def is_closing(actions: list[dict], out: ModuleOutput) -> bool:
-    """The policy closes the interview with a diagnosis action or by marking a farewell."""
-    return bool(out.meta.get("closing")) or any(a.get("action") == "diagnosis" for a in actions)
 
 
 # --------------------------------------------------------------------------- safety glue
@@ -176,7 +170,8 @@ class Nodes:
         kept = cmas.parse_actions_lenient(out.value)
         meta = {"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
                 "extra": {**out.extra, **kept.extra}, **_plain(out.meta)}
-        reason = "policy closed the interview" if is_closing(kept.value, out) else None
+        closing = cmas.closing_reason(kept.value, after_opening=bool(s.doctor_turns()))
+        reason = "policy closed the interview" if closing else None
         return {"pending": self._pending(s, actions=kept.value, policy_meta=meta, close_reason=reason)}
 
     def nlg(self, s: InterviewState) -> dict:
@@ -220,7 +215,7 @@ class Nodes:
             edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
             actions = decision.replace_actions
             if close_reason != "turn budget":
-                reason = closing_reason(actions, s.context())
+                reason = cmas.closing_reason(actions, after_opening=bool(s.doctor_turns()))
                 close_reason = f"clinician closed the interview ({reason})" if reason else None
             if decision.edit is None:
                 ctx = s.context()

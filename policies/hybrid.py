@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from agent import cmas
 from agent.protocol import ModuleOutput, Policy, TurnContext
-from policies.model import closing_reason
 from policies.questionnaire import QuestionnairePolicy
 from policies.questions import answered, asked, questions_of
 
@@ -45,10 +44,7 @@ class HybridPolicy:
         reason = self.rejection(out, ctx)
         if reason is None:
             actions = cmas.parse_actions(out.value)
-            closing = closing_reason(actions, ctx)
-            meta = {**out.meta, "policy": "hybrid", "source": "model", "closing": closing is not None}
-            if closing:
-                meta["closing_reason"] = closing
+            meta = {**out.meta, "policy": "hybrid", "source": "model"}
             return ModuleOutput(value=actions, raw=out.raw, repaired=out.repaired, extra=dict(out.extra), meta=meta)
         fb = self.fallback.next_actions(ctx)
         meta = {**fb.meta, "policy": "hybrid", "source": "questionnaire", "fallback": reason,

@@ -290,7 +290,7 @@ class QuestionnairePolicy:
         if not ctx.past_actions and ctx.doctor_turns == 0:
             return self._out(GREETING, "greeting")
         if self.closed(ctx):
-            return self._out(FAREWELL, "close", closing=True)
+            return self._out(FAREWELL, "close")
         picked: list[Candidate] = []
         for cand in self.open_questions(ctx):
             same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
@@ -304,11 +304,11 @@ class QuestionnairePolicy:
             return self._out(to_actions(questions), picked[0].stage, questions)
         if self.config.wrap_up and not any(a.get("action") == "chit-chat" for turn in ctx.past_actions for a in turn):
             return self._out(WRAP_UP, "wrap_up")
-        return self._out(FAREWELL, "close", closing=True)
+        return self._out(FAREWELL, "close")
 
     @staticmethod
-    def _out(actions: list[dict], stage: str, questions: list[Question] | None = None, closing: bool = False) -> ModuleOutput:
-        meta = {"policy": "questionnaire", "stage": stage, "closing": closing}
+    def _out(actions: list[dict], stage: str, questions: list[Question] | None = None) -> ModuleOutput:
+        meta = {"policy": "questionnaire", "stage": stage}
         if questions:
             meta["questions"] = [q.label() for q in questions]
         return ModuleOutput(value=cmas.parse_actions(actions), meta=meta)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent import cmas
 from agent.protocol import ModuleOutput, TurnContext
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy
@@ -55,7 +56,7 @@ def test_fake_model_with_a_new_valid_question_is_used(questionnaire):
     ask = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "severity"}]}]}]
     out = hybrid(questionnaire, ask).next_actions(CTX)
     assert out.value == ask
-    assert out.meta["source"] == "model" and "fallback" not in out.meta and out.meta["closing"] is False
+    assert out.meta["source"] == "model" and "fallback" not in out.meta
 
 
 @pytest.mark.parametrize(
@@ -83,18 +84,19 @@ def test_fake_model_output_that_cannot_be_used_falls_back_to_the_questionnaire(q
     assert out.meta["model_value"] == value and out.raw == "<model text>"
 
 
-def test_fake_model_farewell_is_marked_closing(questionnaire):
+def test_a_farewell_after_the_opening_or_a_diagnosis_closes_the_interview(questionnaire):
     out = hybrid(questionnaire, [{"action": "nod_prompt_salutations"}]).next_actions(CTX)
-    assert out.meta["closing"] is True and out.meta["closing_reason"] == "farewell"
-    opening = hybrid(questionnaire, [{"action": "nod_prompt_salutations"}]).next_actions(TurnContext())
-    assert opening.meta["closing"] is False
+    assert cmas.closing_reason(out.value, after_opening=True) == "farewell"
+    assert cmas.closing_reason(out.value, after_opening=False) is None  # the greeting
+    assert cmas.closing_reason([{"action": "diagnosis", "disease": [{"value": "flu"}]}], after_opening=True) == "diagnosis"
+    assert cmas.closing_reason([{"action": "inquire", "symptom": [{"value": "fever"}]}], after_opening=True) is None
 
 
 def test_model_policy_adapter_flags_invalid_cmas_from_a_fake_model():
     out = ModelPolicy(FixedPolicy([{"action": "inquire", "symptom": [{"value": 3}]}])).next_actions(CTX)
     assert out.format_error.startswith("not valid CMAS: 0.symptom.0.value")
     ok = ModelPolicy(FixedPolicy([{"action": "diagnosis", "disease": [{"value": "influenza"}]}])).next_actions(CTX)
-    assert ok.format_error is None and ok.meta["closing_reason"] == "diagnosis"
+    assert ok.format_error is None and ok.value == [{"action": "diagnosis", "disease": [{"value": "influenza"}]}]
 
 
 @pytest.mark.parametrize(

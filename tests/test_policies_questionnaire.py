@@ -68,7 +68,7 @@ def state_answers_literally(state: dict, q) -> bool:
 def test_greets_first_to_elicit_the_chief_complaint(policy):
     out = policy.next_actions(TurnContext())
     assert out.value == [{"action": "nod_prompt_salutations"}]
-    assert out.meta["stage"] == "greeting" and out.meta["closing"] is False
+    assert out.meta["stage"] == "greeting" and cmas.closing_reason(out.value, after_opening=False) is None
 
 
 def test_asks_missing_hpi_attributes_of_the_chief_complaint_in_clinical_order(policy):
@@ -120,7 +120,7 @@ def run_interview(policy, answer, max_turns=80, first_state=None):
         texts.append(nlg.verbalize(out.value, ctx).value)
         stages.append(out.meta["stage"])
         past = past + [out.value]
-        if out.meta["closing"]:
+        if cmas.closing_reason(out.value, after_opening=turn > 0):
             return state, past, stages, texts
         slots = first_state if turn == 0 else answer(questions_of(out.value))
         frames = cmas.parse_nlu([{"intent": "inform", "slots": slots}] if slots else [{"intent": "chit-chat"}])
@@ -257,7 +257,8 @@ def test_unanswered_questions_are_not_repeated(policy):
 def test_after_the_farewell_it_stays_closed(policy):
     past = [[{"action": "nod_prompt_salutations"}], [{"action": "chit-chat"}], [{"action": "nod_prompt_salutations"}]]
     out = policy.next_actions(ctx_of({"positive_symptom": [{"value": "fever"}]}, past))
-    assert out.value == [{"action": "nod_prompt_salutations"}] and out.meta["closing"] is True
+    assert out.value == [{"action": "nod_prompt_salutations"}] and out.meta["stage"] == "close"
+    assert cmas.closing_reason(out.value, after_opening=True) == "farewell"
 
 
 def test_vocabulary_links_dataset_and_ontology_spellings(policy):

@@ -184,6 +184,7 @@ class Nodes:
             meta = {"raw": out.raw, "format_error": out.format_error, **_plain(out.meta)}
             if (not text or safety.claims_clinician(text)) and self.agent.guard_nlg is not None:
                 meta["guard"] = "empty utterance" if not text else "presented the agent as a clinician"
+                meta["rejected_text"] = text
                 text = str(self.agent.guard_nlg.verbalize(p.actions or [], s.context()).value).strip()
         return {"pending": self._pending(s, text=text, nlg_meta=meta)}
 
@@ -237,6 +238,8 @@ class Nodes:
         meta: dict[str, Any] = {k: v for k, v in p.policy_meta.items() if v not in (None, {}, "", False)}
         if p.nlg_meta.get("format_error"):
             meta["nlg_format_error"] = p.nlg_meta["format_error"]
+        if p.nlg_meta.get("guard"):  # the NLG's utterance was replaced: say why and keep what it was
+            meta["nlg_guard"] = {"reason": p.nlg_meta["guard"], "rejected_text": p.nlg_meta.get("rejected_text")}
         if p.escalation:
             meta["escalation"] = p.escalation
         if p.close_reason:

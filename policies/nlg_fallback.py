@@ -1,14 +1,14 @@
 """Model NLG with the template NLG as its fallback.
 
-The model's utterance is used unless it failed to parse, came back empty, or presents
-the agent as a clinician (``agent.safety.claims_clinician``); then the template NLG
-verbalizes the same actions. The reason is recorded in ``meta["fallback"]``.
+The model's utterance is used unless it failed to parse, came back empty, or carries a
+placeholder or JSON; then the template NLG verbalizes the same actions. The reason is recorded
+in ``meta["fallback"]``. Whether an utterance presents the agent as a clinician is checked once,
+for every NLG, by the graph's guard (``agent.graph_nodes``).
 """
 
 from __future__ import annotations
 
 from agent.protocol import NLG, ModuleOutput, TurnContext
-from agent.safety import claims_clinician
 from policies.template_nlg import TemplateNLG
 
 
@@ -26,8 +26,6 @@ class FallbackNLG:
             return "empty: no text"
         if "{" in text or "}" in text:
             return "placeholder or JSON in the utterance"
-        if claims_clinician(text):
-            return "presents the agent as a clinician"
         return None
 
     def verbalize(self, actions: list[dict], ctx: TurnContext) -> ModuleOutput:

@@ -95,3 +95,26 @@ def test_stream_reports_each_node_and_its_latency(tmp_path):
     doctor = [e for e in events if e["type"] == "custom" and e["event"] == "doctor"]
     assert len(doctor) == 1 and doctor[0]["turn"] == 2
     assert events[-1] == {"type": "interrupt", "value": {"kind": "patient", "turn": 3, "doctor": doctor[0]["text"]}}
+
+
+class ClaimsToBeADoctor:
+    """A fake model NLG whose utterance presents the agent as a clinician."""
+
+    def verbalize(self, actions, ctx):
+        from agent.protocol import ModuleOutput
+
+        return ModuleOutput(value="As your doctor, I can tell you it is nothing serious. " + "Any fever?",
+                            raw="<model text>")
+
+
+def test_an_utterance_presenting_the_agent_as_a_clinician_is_never_spoken(tmp_path):
+    a = agent()
+    a.nlg = ClaimsToBeADoctor()
+    a.guard_nlg = make_template_nlg({})
+    with SessionStore({"session": {"dir": str(tmp_path)}}, agent=a) as store:
+        s = store.start("guard")
+        s.send(P1)
+        doctor = [t for t in s.state().turns if t.speaker == "doctor"]
+    assert doctor and all("as your doctor" not in t.text.lower() for t in doctor)
+    guarded = doctor[-1].meta["nlg_guard"]  # recorded, not silently dropped
+    assert guarded["reason"] == "presented the agent as a clinician" and "As your doctor" in guarded["rejected_text"]

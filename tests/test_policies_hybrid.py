@@ -103,7 +103,6 @@ def test_model_policy_adapter_flags_invalid_cmas_from_a_fake_model():
     ("text", "format_error", "reason"),
     [
         ("", None, "empty"),
-        ("As your doctor, I think you have the flu.", None, "presents the agent as a clinician"),
         ("When did the {symptom} start?", None, "placeholder"),
         ("whatever", "truncated", "format_error: truncated"),
     ],

@@ -250,13 +250,39 @@ def _check_action_checks(actions: list[dict], root: str) -> None:
 # --------------------------------------------------------------------------- parsing
 
 
+class Validated(list):
+    """A list of frames or actions that passed strict validation, with a fingerprint of its content.
+
+    A turn's actions pass through the policy, the graph, the review and the NLG; each may ask for strict CMAS.
+    Validation runs once: parsing a :class:`Validated` whose content is unchanged returns it as it is (a changed
+    one is validated again). It is a plain ``list`` to everything else (JSON, equality, checkpoints)."""
+
+    kind: str = ""
+    fingerprint: str = ""
+
+    @classmethod
+    def of(cls, items: list[dict], kind: str) -> Validated:
+        out = cls(items)
+        out.kind, out.fingerprint = kind, _fingerprint(items)
+        return out
+
+    def unchanged(self, kind: str) -> bool:
+        return self.kind == kind and self.fingerprint == _fingerprint(self)
+
+
+def _fingerprint(items: Any) -> str:
+    return json.dumps(items, sort_keys=True, default=str)
+
+
 def parse_nlu(obj: Any) -> list[dict]:
     """Strictly validate patient NLU frames (prefix form); returns them unchanged, as plain JSON."""
+    if isinstance(obj, Validated) and obj.unchanged("nlu"):
+        return obj
     try:
         frames = _NLU.validate_python(obj)
     except ValidationError as exc:
         raise _error_from(exc) from None
-    return [f.model_dump(exclude_unset=True, mode="json") for f in frames]
+    return Validated.of([f.model_dump(exclude_unset=True, mode="json") for f in frames], "nlu")
 
 
 def parse_state(obj: Any) -> dict:
@@ -269,14 +295,16 @@ def parse_state(obj: Any) -> dict:
 
 
 def parse_actions(obj: Any) -> list[dict]:
-    """Strictly validate doctor actions, check types included."""
+    """Strictly validate doctor actions, check types included (once: see :class:`Validated`)."""
+    if isinstance(obj, Validated) and obj.unchanged("actions"):
+        return obj
     try:
         actions = _ACTIONS.validate_python(obj)
     except ValidationError as exc:
         raise _error_from(exc) from None
     out = [a.model_dump(exclude_unset=True, mode="json") for a in actions]
     _check_action_checks(out, "")
-    return out
+    return Validated.of(out, "actions")
 
 
 @dataclass
@@ -347,6 +375,8 @@ def parse_nlu_lenient(obj: Any) -> Lenient:
 
 
 def parse_actions_lenient(obj: Any) -> Lenient:
+    if isinstance(obj, Validated) and obj.unchanged("actions"):
+        return Lenient(obj)
     extra: dict[str, Any] = {}
     actions = obj if isinstance(obj, list) else [obj]
     kept = []

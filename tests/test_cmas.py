@@ -93,3 +93,17 @@ def test_slot_table_matches_paper_lists():
     assert cmas.SLOTS["medical_test"].statuses == ("avail", "unavail", "unknown")
     assert cmas.split_slot_name("unavail_medical_test") == ("unavail", "medical_test")
     assert cmas.split_slot_name("residence") == (None, "residence")
+
+
+def test_actions_are_validated_once_per_turn_and_again_when_changed():
+    from agent import cmas as c
+
+    raw = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
+    once = c.parse_actions(raw)
+    assert once == raw and c.parse_actions(once) is once  # the policy, graph, review and NLG reuse the check
+    assert c.parse_actions_lenient(once).value is once
+    once[0]["symptom"][0]["checks"][0]["type"] = "flavour"  # changed after validation: validated again
+    with pytest.raises(c.CMASError):
+        c.parse_actions(once)
+    frames = c.parse_nlu([{"intent": "inform", "slots": {"positive_symptom": [{"value": "fever"}]}}])
+    assert c.parse_nlu(frames) is frames and c.parse_actions(c.parse_actions(raw)) == raw

@@ -185,47 +185,62 @@ class Example:
     actions: list[dict] | None = None
 
 
-def _window(utts: list[Utterance], end: int, history: int | None) -> list[tuple[str, str]]:
+Turns = list[tuple[str, str]]  # (speaker, text), oldest first: a dataset dialogue's or a live session's
+
+
+def _window(turns: Turns, end: int, history: int | None) -> Turns:
     start = 0 if history is None else max(0, end - history)
-    return [(u.speaker, u.text) for u in utts[start:end]]
+    return list(turns[start:end])
 
 
-def _prev(utts: list[Utterance], i: int, speaker: str) -> int | None:
+def _prev(turns: Turns, i: int, speaker: str) -> int | None:
     for j in range(i - 1, -1, -1):
-        if utts[j].speaker == speaker:
+        if turns[j][0] == speaker:
             return j
     return None
+
+
+def nlu_window(turns: Turns, i: int, history: int | None = 4) -> tuple[Turns, Turns]:
+    """``(history, last_exchange)`` for patient turn ``i``: the doctor turn before it and the turn itself, and up
+    to ``history`` turns before those. One windowing for training data and the live agent."""
+    j = i - 1 if i > 0 and turns[i - 1][0] == "doctor" else i
+    return _window(turns, j, history), _window(turns, i + 1, i + 1 - j)
+
+
+def doctor_window(turns: Turns, i: int, history: int | None = 4) -> tuple[Turns, Turns, int | None]:
+    """``(history, last_exchange, p)`` for doctor turn ``i`` (POL, NLG): the last exchange runs from the doctor
+    turn before the previous patient turn; ``p`` is that patient turn's index (its state conditions POL)."""
+    p = _prev(turns, i, "patient")
+    q = _prev(turns, p, "doctor") if p is not None else None
+    start = q if q is not None else (p if p is not None else i)
+    return _window(turns, start, history), _window(turns, i, i - start), p
 
 
 def nlu_examples(dialogues: Iterable[Dialogue], history: int | None = 4) -> list[Example]:
     """Patient turn i: history + (doctor turn before, patient turn i) -> the turn's ``nlu``."""
     out = []
     for d in dialogues:
-        u = d.utterances
-        for i, utt in enumerate(u):
+        turns = [(u.speaker, u.text) for u in d.utterances]
+        for i, utt in enumerate(d.utterances):
             if utt.speaker != "patient" or utt.nlu is None:
                 continue
-            j = i - 1 if i > 0 and u[i - 1].speaker == "doctor" else i
-            out.append(Example("nlu", d.dialog_id, utt.uttr_id, _window(u, j, history), _window(u, i + 1, i + 1 - j), utt.nlu))
+            hist, last = nlu_window(turns, i, history)
+            out.append(Example("nlu", d.dialog_id, utt.uttr_id, hist, last, utt.nlu))
     return out
 
 
 def _doctor_examples(task: Task, dialogues: Iterable[Dialogue], history: int | None) -> list[Example]:
     out = []
     for d in dialogues:
-        u = d.utterances
-        for i, utt in enumerate(u):
+        turns = [(u.speaker, u.text) for u in d.utterances]
+        for i, utt in enumerate(d.utterances):
             if utt.speaker != "doctor" or utt.actions is None or i == 0:
                 continue
-            p = _prev(u, i, "patient")
-            q = _prev(u, p, "doctor") if p is not None else None
-            start = q if q is not None else (p if p is not None else i)
-            state = u[p].dialog_state if p is not None else None
+            hist, last, p = doctor_window(turns, i, history)
+            state = d.utterances[p].dialog_state if p is not None else None
             target = utt.actions if task == "pol" else utt.text
-            out.append(
-                Example(task, d.dialog_id, utt.uttr_id, _window(u, start, history), _window(u, i, i - start), target,
-                        state=state or {}, actions=utt.actions if task == "nlg" else None)
-            )
+            out.append(Example(task, d.dialog_id, utt.uttr_id, hist, last, target, state=state or {},
+                               actions=utt.actions if task == "nlg" else None))
     return out
 
 

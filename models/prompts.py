@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from agent import cmas
-from agent.data import Dialogue, Example, Task, Utterance, task_examples
+from agent.data import Example, Task, doctor_window, nlu_window
 from agent.protocol import TurnContext
 
 Mode = Literal["supervised", "icl"]
@@ -126,24 +126,22 @@ def example_from_context(task: Task, ctx: TurnContext, actions: list[dict] | Non
     NLU: the patient's latest utterance is ``ctx.turns[-1]``. POL/NLG: the doctor's next
     turn is about to be produced; the patient state is ``ctx.state``.
     """
-    utts = [Utterance(speaker, i, text) for i, (speaker, text) in enumerate(ctx.turns)]  # type: ignore[arg-type]
+    turns = list(ctx.turns)
     if task == "nlu":
-        if not utts or utts[-1].speaker != "patient":
+        if not turns or turns[-1][0] != "patient":
             raise ValueError("NLU needs a context whose last turn is the patient's")
-        utts[-1].nlu = []
-        return task_examples("nlu", [Dialogue("live", utts)], history)[-1]
+        hist, last = nlu_window(turns, len(turns) - 1, history)
+        return Example("nlu", "live", len(turns) - 1, hist, last, [])
     if task not in ("pol", "nlg"):
         raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
     if task == "nlg" and actions is None:
         raise ValueError("NLG needs the doctor's actions")
-    if not utts:  # the doctor opens the dialogue: nothing to condition on
-        return Example(task, "live", 0, [], [], None, state=dict(ctx.state), actions=actions if task == "nlg" else None)
-    for u in reversed(utts):
-        if u.speaker == "patient":
-            u.dialog_state = dict(ctx.state)
-            break
-    utts.append(Utterance("doctor", len(utts), "", actions=actions if actions is not None else []))
-    return task_examples(task, [Dialogue("live", utts)], history)[-1]
+    nlg_actions = (actions if actions is not None else []) if task == "nlg" else None
+    if not turns:  # the doctor opens the dialogue: nothing to condition on
+        return Example(task, "live", 0, [], [], None, state=dict(ctx.state), actions=nlg_actions)
+    hist, last, p = doctor_window([*turns, ("doctor", "")], len(turns), history)
+    return Example(task, "live", len(turns), hist, last, None, state=dict(ctx.state) if p is not None else {},
+                   actions=nlg_actions)
 
 
 # --------------------------------------------------------------------------- in-context format (Appendix F)

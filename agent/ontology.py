@@ -49,17 +49,37 @@ class SymptomEntry:
     keywords: tuple[str, ...]
 
 
+def normalize(form: str) -> str:
+    """The one normalisation of a surface form before lookup: case-folded, whitespace collapsed."""
+    return " ".join(form.casefold().split())
+
+
 @dataclass
 class Ontology:
-    """Codes per slot type; symptoms with their descriptions and surface keywords; body locations."""
+    """Codes per slot type; symptoms with their descriptions and surface keywords; body locations; and the one
+    synonym index: every entry of the ontology that lists ``keywords`` (symptoms, diseases, medical-history
+    antecedents), its code, display name and keywords -> ``group:code``."""
 
     codes: dict[str, frozenset[str]]
     symptoms: dict[str, SymptomEntry]
     locations: frozenset[str]
-    _keyword_codes: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _names: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # own code / display name
+    _keywords: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
 
-    def symptom_codes_for_keyword(self, term: str) -> frozenset[str]:
-        return self._keyword_codes.get(term.casefold(), frozenset())
+    def resolve(self, form: str, group: str | None = None) -> str | None:
+        """The ``group:code`` a surface form names, or None. An entry's own code or display name names that entry;
+        another form listed under several entries ("ache": pain, chest pain, jaw pain ...) is ambiguous and names
+        nothing. ``group`` restricts the lookup to one list of the ontology (e.g. ``all_symptom_values``)."""
+        v = normalize(form)
+        for index in (self._names, self._keywords):
+            hits = {c for c in index.get(v, ()) if group is None or c.startswith(f"{group}:")}
+            if hits:
+                return next(iter(hits)) if len(hits) == 1 else None
+        return None
+
+    def symptom_code(self, form: str) -> str | None:
+        code = self.resolve(form, "all_symptom_values")
+        return code.split(":", 1)[1] if code else None
 
 
 def _config_values(raw: dict, key: str) -> list[dict]:
@@ -82,12 +102,22 @@ def load_ontology(path: str | Path = DEFAULT_ONTOLOGY) -> Ontology:
         e["code"]: SymptomEntry(e["code"], e.get("display_name", e["code"]), e.get("description", ""), tuple(e.get("keywords", [])))
         for e in raw["all_symptom_values"]
     }
-    by_keyword: dict[str, set[str]] = {}
-    for s in symptoms.values():
-        for term in (s.code, s.display_name, *s.keywords):
-            by_keyword.setdefault(term.casefold(), set()).add(s.code)
+    names: dict[str, set[str]] = {}
+    keywords: dict[str, set[str]] = {}
+    for group, entries in raw.items():
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or "keywords" not in entry:
+                continue
+            code = f"{group}:{entry['code']}"
+            for form in (entry["code"], entry.get("display_name")):
+                if isinstance(form, str) and form.strip():
+                    names.setdefault(normalize(form), set()).add(code)
+            for form in entry["keywords"]:
+                if isinstance(form, str) and form.strip():
+                    keywords.setdefault(normalize(form), set()).add(code)
     locations = frozenset(e["code"] for e in raw.get("all_symptom_locations", []))
-    return Ontology(codes, symptoms, locations, {k: frozenset(v) for k, v in by_keyword.items()})
+    return Ontology(codes, symptoms, locations, {k: frozenset(v) for k, v in names.items()},
+                    {k: frozenset(v) for k, v in keywords.items()})
 
 
 @dataclass
@@ -106,9 +136,7 @@ class Vocabulary:
         if v in mapped:
             return mapped[v]
         if base == "symptom":
-            hits = self.ontology.symptom_codes_for_keyword(v)
-            if len(hits) == 1:
-                return next(iter(hits))
+            return self.ontology.symptom_code(v)
         return None
 
     def known(self, base: str, value: str) -> bool:

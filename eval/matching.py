@@ -14,9 +14,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from agent.ontology import DEFAULT_ONTOLOGY
+from agent.ontology import DEFAULT_ONTOLOGY, load_ontology
 from eval.encoder import default_encoder_path, encoder_name, offline
-from eval.tuples import Tuple, normalize_value
+from eval.tuples import Tuple
 
 MATCHERS = ("exact", "synonym", "embedding", "llm")
 DEFAULT_EMBEDDING_THRESHOLD = 0.85  # MiniLM: 'few months ago'~'a couple of months ago' .91, 'wet cough'~'dry cough' .83
@@ -52,54 +52,24 @@ class ExactMatcher(Matcher):
 
 
 class SynonymMatcher(Matcher):
-    """Values are the same when they are surface forms of one questionnaire ontology entry.
-
-    Every ontology entry with a ``keywords`` list (symptoms, diseases, medical-history
-    antecedents) maps its code, display name and keywords to its code. Keyword lists
-    overlap ("ache" is listed under pain, chest pain, jaw pain, ...): a form that is an
-    entry's own code or display name maps to that entry; any other form listed under
-    several entries is ambiguous and left unmapped (it then matches only itself).
-    """
+    """Values are the same when they name one questionnaire ontology entry, through the ontology's one synonym
+    index (:meth:`agent.ontology.Ontology.resolve`: own code or display name first, a keyword only when it names
+    exactly one entry)."""
 
     name = "synonym"
 
     def __init__(self, ontology: str | Path = DEFAULT_ONTOLOGY):
-        self.ontology = Path(ontology)
-        names: dict[str, set[str]] = defaultdict(set)
-        keywords: dict[str, set[str]] = defaultdict(set)
-        for group, entries in json.loads(self.ontology.read_text()).items():
-            if not isinstance(entries, list):
-                continue
-            for entry in entries:
-                if not isinstance(entry, dict) or "keywords" not in entry:
-                    continue
-                code = f"{group}:{entry['code']}"
-                for form in (entry["code"], entry.get("display_name")):
-                    if isinstance(form, str) and form.strip():
-                        names[normalize_value(form)].add(code)
-                for form in entry["keywords"]:
-                    if isinstance(form, str) and form.strip():
-                        keywords[normalize_value(form)].add(code)
-        self.codes: dict[str, str] = {}
-        self.ambiguous: set[str] = set()
-        for form in set(names) | set(keywords):
-            candidates = names.get(form) or keywords[form]
-            if len(candidates) == 1:
-                self.codes[form] = next(iter(candidates))
-            else:
-                self.ambiguous.add(form)
-        if not self.codes:
-            raise ValueError(f"{self.ontology}: no ontology entries with keywords")
+        self.ontology_path = Path(ontology)
+        self.ontology = load_ontology(self.ontology_path)
 
     def code(self, value: str) -> str:
-        return self.codes.get(value, value)
+        return self.ontology.resolve(value) or value
 
     def same(self, gold: str, pred: str) -> bool:
         return gold == pred or self.code(gold) == self.code(pred)
 
     def describe(self) -> dict:
-        return {"name": self.name, "ontology": str(self.ontology), "surface_forms": len(self.codes),
-                "ambiguous_forms": len(self.ambiguous)}
+        return {"name": self.name, "ontology": str(self.ontology_path)}
 
 
 class EmbeddingMatcher(Matcher):

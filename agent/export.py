@@ -132,17 +132,6 @@ def write_meditod(transcripts: Transcript | list[Transcript], path: str | Path) 
 
 # --------------------------------------------------------------------------- history note
 
-SYMPTOM_ATTRS: tuple[tuple[str, str], ...] = (
-    ("onset", "onset:"), ("initiation", "came on"), ("location", "location:"), ("duration", "duration:"),
-    ("frequency", "frequency:"), ("positive_characteristics", "character:"),
-    ("negative_characteristics", "not"), ("unknown_characteristics", "unsure if"),
-    ("severity", "severity:"), ("progression", "progression:"),
-    ("aggravating_factor", "worse with"), ("alleviating_factor", "better with"),
-    ("not_aggravating_factor", "not worse with"), ("not_alleviating_factor", "not better with"),
-    ("not_alleviating_aggravating_factor", "no effect of"), ("unknown_factor", "unsure about"),
-    ("volume", "volume:"), ("color", "colour:"), ("itching", "itching:"), ("lesion_size", "lesion size:"),
-    ("lesions_peel_off", "lesions peel off:"), ("rash_swollen", "rash swollen:"),
-)
 """Symptom attributes in note order, each with the label that precedes its value."""
 NONE_RECORDED = "_None recorded._"
 
@@ -224,12 +213,12 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
         out.append(f"> {words}")
 
     out += ["", "## History of presenting complaint"]
-    hpi = [f"- {_entry(it, SYMPTOM_ATTRS)}" for it in state.get("positive_symptom", [])]
+    hpi = [f"- {_entry(it, cmas.SYMPTOM_ATTRS)}" for it in state.get("positive_symptom", [])]
     out += hpi or [NONE_RECORDED]
-    negatives = [_inline(it, SYMPTOM_ATTRS) for it in state.get("negative_symptom", [])]
+    negatives = [_inline(it, cmas.SYMPTOM_ATTRS) for it in state.get("negative_symptom", [])]
     if negatives:
         out.append(f"- Pertinent negatives: {'; '.join(negatives)}")
-    unsure = [_inline(it, SYMPTOM_ATTRS) for it in state.get("unknown_symptom", [])]
+    unsure = [_inline(it, cmas.SYMPTOM_ATTRS) for it in state.get("unknown_symptom", [])]
     if unsure:
         out.append(f"- Unsure: {'; '.join(unsure)}")
 

@@ -58,7 +58,6 @@ from eval.matching import ExactMatcher, Matcher, count_matches, values_to_compar
 from eval.tuples import normalize_value
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, default_lexicon
-from policies.questions import CHECK_ATTRIBUTES
 
 DEFAULT_CUES = REPO_ROOT / "configs" / "nlg_facts.yaml"
 NLG_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
@@ -69,7 +68,7 @@ _NOT_CONDITIONS = frozenset({"past experience", "similar symptoms"})
 _SECOND_PERSON = [(re.compile(p), r) for p, r in (
     (r"\bmy\b", "your"), (r"\bi'm\b", "you're"), (r"\bi am\b", "you are"), (r"\bi've\b", "you've"),
     (r"\bi\b", "you"), (r"\bme\b", "you"), (r"\bmyself\b", "yourself"), (r"\bmine\b", "yours"))]
-_CHECK_GROUP = {name: group for group, names in CHECK_ATTRIBUTES.items() for name in names}
+_CHECK_GROUP = {name: group for group, names in cmas.CHECK_ATTRIBUTES.items() for name in names}
 _COORDINATION = re.compile(r"^[\s,]*(?:(?:or|and|and/or|nor)[\s,]+)*(?:(?:any|the|a|an|your|some)\s+)?$", re.I)
 _CACHE_SIZE = 100_000
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)  # "how long does it last, or is it constant?": an open question

@@ -19,7 +19,7 @@ from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
 from agent.protocol import ModuleOutput, TurnContext
-from policies.questions import OPEN_VALUES, Question, answered, asked, to_actions
+from policies.questions import Question, answered, asked, to_actions
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "questionnaire.yaml"
 
@@ -31,7 +31,7 @@ STAGES = (
 GREETING = [{"action": "nod_prompt_salutations"}]
 WRAP_UP = [{"action": "chit-chat"}]
 FAREWELL = [{"action": "nod_prompt_salutations"}]
-NOT_A_SYMPTOM = OPEN_VALUES | {"general"}
+NOT_A_SYMPTOM = cmas.OPEN_VALUES | {"general"}
 
 
 class QuestionnaireConfigError(ValueError):
@@ -70,7 +70,7 @@ def _fail(where: str, msg: str) -> QuestionnaireConfigError:
 def _value(base: str, value: object, vocab: Vocabulary, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise _fail(where, f"expected a {base} value, got {value!r}")
-    if value.casefold() not in OPEN_VALUES and not vocab.known(base, value):
+    if value.casefold() not in cmas.OPEN_VALUES and not vocab.known(base, value):
         raise _fail(where, f"{value!r} is neither an ontology code nor a configs/vocabulary.yaml term of {base}")
     return value
 
@@ -265,7 +265,7 @@ class QuestionnairePolicy:
             for base, checks in sec.followup.items():
                 for item in state.get(f"positive_{base}") or []:
                     value = item.get("value")
-                    if isinstance(value, str) and value.casefold() not in OPEN_VALUES:
+                    if isinstance(value, str) and value.casefold() not in cmas.OPEN_VALUES:
                         for c in checks:
                             yield Candidate(sec.stage, Question(base, value, c))
 

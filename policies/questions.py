@@ -11,24 +11,8 @@ from dataclasses import dataclass
 from agent import cmas
 from agent.ontology import Vocabulary
 
-OPEN_VALUES = frozenset({"other", "none", "all"})
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
 
-# Check types that stand for a group of state attributes.
-CHECK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
-    "characteristics": ("positive_characteristics", "negative_characteristics", "unknown_characteristics"),
-    "ana_factors": (
-        "alleviating_factor", "aggravating_factor", "not_alleviating_factor", "not_aggravating_factor",
-        "not_alleviating_aggravating_factor", "unknown_factor",
-    ),
-}
-# Record slots: which record attributes answer a check.
-RECORD_CHECK_ATTRIBUTES: dict[str, dict[str, tuple[str, ...]]] = {
-    "travel": {"value": ("destination", "value"), "when": ("when", "date"), "date": ("date", "when")},
-    "occupation": {"exposure": ("exposure", "hazards"), "hazards": ("hazards", "exposure")},
-}
-BASIC_KEYS = ("name", "age", "gender", "sex")
-VALUE_SENSITIVE_CHECKS = frozenset({"location", "where"})
 """Checks whose values make a different question: pain in the abdomen vs in the joints, exposure at home vs at work."""
 
 
@@ -91,8 +75,8 @@ def _items(state: dict, base: str) -> list[tuple[str | None, dict]]:
 
 
 def _has(item: dict, base: str, check: str) -> bool:
-    names = CHECK_ATTRIBUTES.get(check) if base == "symptom" else None
-    names = names or RECORD_CHECK_ATTRIBUTES.get(base, {}).get(check) or (check,)
+    names = cmas.CHECK_ATTRIBUTES.get(check) if base == "symptom" else None
+    names = names or cmas.RECORD_CHECK_ATTRIBUTES.get(base, {}).get(check) or (check,)
     return any(item.get(n) not in (None, "", []) for n in names)
 
 
@@ -115,26 +99,26 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
     value = q.value.casefold()
     if q.base == "basic_information":
         record = items[0][1] if items else {}
-        keys = [q.check] if q.check in BASIC_KEYS else [value] if value in BASIC_KEYS else list(BASIC_KEYS)
+        keys = [q.check] if q.check in cmas.BASIC_KEYS else [value] if value in cmas.BASIC_KEYS else list(cmas.BASIC_KEYS)
         return any(record.get(k) for k in keys)
     if q.base in cmas.RECORD_SLOTS:
         record = next((it for _, it in items if it), None)
         if record is None:
             return False
-        if q.check in (None, "status") or (q.check == "value" and value in OPEN_VALUES):
+        if q.check in (None, "status") or (q.check == "value" and value in cmas.OPEN_VALUES):
             return True
         return _has(record, q.base, q.check)
     if q.base == "symptom" and value == "all":
         positives = [it for s, it in items if s == "positive"]
         return bool(positives) and (q.check is None or all(_has(it, q.base, q.check) for it in positives))
-    if value in OPEN_VALUES:
+    if value in cmas.OPEN_VALUES:
         # "any other conditions / medications?": answered once the slot holds anything
         return any(q.check in (None, "value", "status") or _has(it, q.base, q.check) for _, it in items)
     found = find_item(state, q.base, q.value, vocab)
     if found is None:
         return False
     status, item = found
-    if q.check in VALUE_SENSITIVE_CHECKS and q.values:
+    if q.check in cmas.VALUE_SENSITIVE_CHECKS and q.values:
         have = item.get(q.check) or []
         return set(q.values) <= set([have] if isinstance(have, str) else have)
     if q.check in (None, "value", "status"):
@@ -154,7 +138,7 @@ def asked(past_actions: Iterable[list[dict]], q: Question, vocab: Vocabulary) ->
         for p in questions_of(turn):
             if p.base != q.base or p.check != q.check:
                 continue
-            if q.check in VALUE_SENSITIVE_CHECKS and set(p.values) != set(q.values):
+            if q.check in cmas.VALUE_SENSITIVE_CHECKS and set(p.values) != set(q.values):
                 continue
             if vocab.same(q.base, p.value, q.value) or (q.base == "symptom" and p.value.casefold() == "all" and p.check):
                 return True

@@ -16,7 +16,6 @@ import yaml
 from agent import cmas
 from agent.paths import REPO_ROOT
 from agent.protocol import ModuleOutput, TurnContext
-from policies.questions import CHECK_ATTRIBUTES, OPEN_VALUES
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
 
@@ -152,7 +151,7 @@ class TemplateNLG:
 
     def _diagnosis(self, act: dict) -> list[Sentence]:
         names = [self.lex.term(base, it["value"]) for base, items in act.items() if base != "action" for it in items]
-        names = [n for n in names if n.casefold() not in OPEN_VALUES]
+        names = [n for n in names if n.casefold() not in cmas.OPEN_VALUES]
         if not names:
             return [Sentence(f"Your clinician will discuss possible causes with you. {DIAGNOSIS_CAVEAT}", question=False)]
         return [Sentence(
@@ -217,7 +216,7 @@ class TemplateNLG:
         if check in ("value", "status"):
             return self._screen(base, [value])[0].text
         term = self.lex.term(base, value)
-        is_open = value.casefold() in OPEN_VALUES
+        is_open = value.casefold() in cmas.OPEN_VALUES
         match base, check:
             case "medical_history", "starting":
                 return f"When did the {term} start?" if not is_open else "When did that start?"
@@ -247,9 +246,9 @@ class TemplateNLG:
         s = "your symptoms" if plural else f"the {self.lex.term('symptom', value)}"
         is_, has = ("are", "have") if plural else ("is", "has")
         vals = join_or(values)
-        if check in CHECK_ATTRIBUTES["characteristics"]:
+        if check in cmas.CHECK_ATTRIBUTES["characteristics"]:
             check = "characteristics"
-        elif check in CHECK_ATTRIBUTES["ana_factors"]:
+        elif check in cmas.CHECK_ATTRIBUTES["ana_factors"]:
             check = "ana_factors"
         match check:
             case "value" | "status":
@@ -321,7 +320,7 @@ class TemplateNLG:
         return term or f"a {value}"
 
     def _medication(self, value: str, check: str, values: list[str]) -> str:
-        is_open = value.casefold() in OPEN_VALUES
+        is_open = value.casefold() in cmas.OPEN_VALUES
         term = "your medications" if is_open else self.lex.term("medication", value)
         match check:
             case "frequency":
@@ -337,7 +336,7 @@ class TemplateNLG:
         return f"Could you tell me more about {term}?"
 
     def _record(self, base: str, value: str, check: str | None, values: list[str]) -> str:
-        is_open = value.casefold() in OPEN_VALUES or value == "None"
+        is_open = value.casefold() in cmas.OPEN_VALUES or value == "None"
         match base, check:
             case "travel", None | "status":
                 return "Have you travelled anywhere recently?" if is_open else f"Have you travelled to {value} recently?"

@@ -8,7 +8,6 @@ from agent import cmas
 from agent.data import load_dialogues
 from agent.protocol import TurnContext
 from agent.safety import claims_clinician
-from policies.questions import OPEN_VALUES
 from policies.template_nlg import FAREWELL, GREETING, TemplateNLG
 
 OPENING = TurnContext()
@@ -59,7 +58,7 @@ def test_every_gold_doctor_action_verbalizes_and_mentions_its_values(nlg):
                         continue
                     for it in items:
                         v = it["value"]
-                        if v.casefold() in OPEN_VALUES | {"general"}:
+                        if v.casefold() in cmas.OPEN_VALUES | {"general"}:
                             continue
                         said = ways_to_say(nlg, base, v)
                         assert any(w.casefold() in text.casefold() for w in said), (d.dialog_id, u.uttr_id, v, text)

@@ -78,10 +78,7 @@ def build_agent(config: dict) -> Agent:
     session = checked.session
     max_turns = session.max_turns
     modules = build_modules(config)
-    agent = Agent(nlu=modules.nlu, dst=modules.dst, policy=modules.policy, nlg=modules.nlg, max_turns=max_turns,
-                  review=session.review, guard_nlg=make_template_nlg({}),
-                  nlu_vocabulary=modules.nlu_vocabulary, nlu_ground_words=modules.nlu_ground_words,
-                  closers=modules.closers)
+    agent = Agent(**vars(modules), max_turns=max_turns, review=session.review, guard_nlg=make_template_nlg({}))
     try:
         # red flags are on unless a config turns them off explicitly (safety.red_flags: null)
         rules_path = checked.safety.red_flags

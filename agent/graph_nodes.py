@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from agent import cmas, safety
@@ -26,7 +26,8 @@ from agent.graph_state import (
     parse_review_decision,
     utc_now,
 )
-from agent.protocol import DST, NLG, NLU, Policy
+from agent.protocol import NLG
+from policies.registry import Modules
 
 log = logging.getLogger(__name__)
 
@@ -43,25 +44,14 @@ BUDGET_CLOSING = (
 
 
 @dataclass
-class Agent:
-    """The four modules and the interview settings a graph runs with."""
+class Agent(Modules):
+    """The four modules (with their grounding settings, :class:`policies.registry.Modules`) and the interview
+    settings a graph runs with."""
 
-    nlu: NLU
-    dst: DST
-    policy: Policy
-    nlg: NLG
     red_flag_rules: Any = None
     max_turns: int = DEFAULT_MAX_TURNS
     review: bool = False
     guard_nlg: NLG | None = None
-    nlu_vocabulary: Any = None  # set: ungrounded NLU values are set aside (config nlu.grounding, agent.grounding)
-    nlu_ground_words: bool = False  # free-text values must also occur in the patient's words
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for close in self.closers:
-            close()
-        self.closers.clear()
 
 
 # --------------------------------------------------------------------------- safety glue

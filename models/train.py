@@ -1,25 +1,52 @@
-"""``medhx train --config configs/train/<nlu|pol|nlg|multitask>.yaml``: supervised fine-tuning with peft.
+"""``medhx train --config configs/train/<nlu|pol|nlg|multitask>.yaml``: supervised fine-tuning with peft on
+``transformers.Trainer``.
 
-A plain torch loop (no Trainer) so the loss is exactly what the paper trains: token
-cross-entropy on the target only (labels -100 on the prompt), summed over an effective
-batch and divided by its target-token count. Prompts come from ``models.prompts``, the
-same builder inference uses. Defaults follow MediTOD section 4.3: LoRA r=32, alpha=32,
-lr 1e-4, effective batch 16, cosine schedule with 10% warm-up.
+**Why ``Trainer`` and not TRL's ``SFTTrainer``.** medhx trains on examples it has already rendered and
+tokenised: ``models.prompts`` builds the prompt exactly as inference does (``encode_prompt``), the target is
+appended, and the labels are -100 on the prompt (``models.train_data``). What ``SFTTrainer`` adds over
+``Trainer`` is the part medhx does not want: chat templating and tokenising of prompt/completion text,
+packing, a completion mask derived from text, and a ``compute_loss`` that also computes token accuracy and
+entropy from the full logits (which would forbid cutting the logits to the target columns). With
+pre-tokenised input it would be ``Trainer`` plus a dependency (trl, datasets). ``Trainer`` itself brings what
+users expect: checkpoints and exact resume (optimizer, scheduler, RNG and data order), bf16/fp16 autocast,
+gradient checkpointing, ``accelerate launch`` / DeepSpeed / FSDP, and ``report_to`` loggers.
 
-At the end: token loss on the valid split, generation on the valid split through the
-``hf`` backend with the saved adapter, MediTOD metrics (``eval.score``) and parse
+**Loss.** Completion-only: ``CompletionCollator`` left-pads, cuts the labels to the target columns and sets
+``logits_to_keep``, and the model's own causal-LM loss is the training loss (so peft's AdaLoRA adds its
+orthogonal regulariser). ``Trainer`` passes ``num_items_in_batch`` (the target tokens of the whole
+optimizer step, across gradient accumulation and devices) into that loss, so a step's loss is the mean over
+its effective batch's target tokens, as one big batch would give, whatever the micro-batch. AdaLoRA's
+regulariser is added by peft to every micro-batch's loss; its weight is divided by the number of
+micro-batches per step so each optimizer step carries it once (``orth_reg_weight`` as configured), and
+``update_and_allocate`` runs after every optimizer step (``AdaLoraCallback``).
+
+**Checkpoints and resume.** Every ``train.save_steps`` steps ``Trainer`` writes
+``output_dir/checkpoint-N`` (adapter, optimizer, scheduler, RNG states, ``trainer_state.json``; the newest
+``train.save_total_limit`` are kept). Resuming is explicit: ``medhx train --config ... --resume`` continues
+from the newest complete checkpoint in ``output_dir`` (or starts fresh when there is none, so a job script
+can always pass it), ``--resume PATH`` from that checkpoint. Without ``--resume`` a run refuses to start over
+an unfinished run's checkpoints (``--no-resume`` deletes them and starts fresh). A checkpoint carries the
+trajectory-relevant config; resuming with a different one is an error. Data order is the sampler's, seeded
+by ``train.seed`` per epoch, and ``Trainer`` skips the batches already seen, so a resumed run reproduces the
+uninterrupted one. The checkpoints are deleted after a successful run unless ``train.keep_checkpoints``.
+
+Defaults follow MediTOD section 4.3: LoRA r=32, alpha=32, lr 1e-4, effective batch 16, cosine schedule
+with 10% warm-up. At the end: the adapter in ``output_dir``, token loss on the valid split, generation on the
+valid split through the ``hf`` backend with the saved adapter, MediTOD metrics (``eval.score``) and parse
 statistics, all written to a card (``card.json`` + ``card.md``) beside the adapter.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import logging
 import math
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +56,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.paths import resolve_path
 from models import prompts
+from models.train_checkpoints import checkpoint_dirs, make_callbacks, resolve_resume, trajectory_config
+from models.train_data import (  # noqa: F401  (re-exported: the helpers tests and notebooks import from here)
+    CompletionCollator,
+    FeatureDataset,
+    build_features,
+    collate,
+    group_loss,
+    n_target_tokens,
+    target_span,
+    token_loss,
+    tokenize_example,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +89,7 @@ class PeftSettings(_Strict):
     dropout: float = 0.05
     target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
     adalora_target_r: int = 8  # AdaLoRA prunes from r down to this average rank
+    adalora_orth_reg_weight: float = 0.5  # AdaLoRA's orthogonal regulariser, once per optimizer step
     ia3_target_modules: list[str] = Field(default_factory=lambda: ["k_proj", "v_proj", "down_proj"])
     ia3_feedforward_modules: list[str] = Field(default_factory=lambda: ["down_proj"])
     num_virtual_tokens: int = 20  # prompt tuning
@@ -59,13 +99,30 @@ class PeftSettings(_Strict):
         if self.method == "adalora" and self.adalora_target_r >= self.r:
             raise ValueError(f"adalora_target_r ({self.adalora_target_r}) must be below r ({self.r}): AdaLoRA prunes "
                              "the rank from r down to it")
+        if self.adalora_orth_reg_weight < 0:
+            raise ValueError("adalora_orth_reg_weight must be >= 0")
         return self
+
+
+# TrainingArguments fields medhx sets from its own keys: trainer_args may not set them
+_MANAGED_TRAINER_ARGS = {
+    "output_dir": "output_dir", "per_device_train_batch_size": "train.micro_batch_size",
+    "gradient_accumulation_steps": "train.effective_batch_size", "max_steps": "train.max_steps",
+    "num_train_epochs": "train.epochs", "learning_rate": "train.lr", "lr_scheduler_type": "train.scheduler",
+    "warmup_steps": "train.warmup_ratio", "weight_decay": "train.weight_decay",
+    "max_grad_norm": "train.max_grad_norm", "seed": "train.seed", "data_seed": "train.seed",
+    "save_steps": "train.save_steps", "save_strategy": "train.save_steps", "save_total_limit": "train.save_total_limit",
+    "logging_steps": "train.logging_steps", "bf16": "train.mixed_precision", "fp16": "train.mixed_precision",
+    "gradient_checkpointing": "train.gradient_checkpointing", "report_to": "train.report_to", "optim": "train.optim",
+    "use_cpu": "device", "resume_from_checkpoint": "train.resume", "remove_unused_columns": "(fixed)",
+    "disable_tqdm": "--no-progress",
+}
 
 
 class TrainSettings(_Strict):
     lr: float = 1e-4
-    micro_batch_size: int = 1
-    effective_batch_size: int = 16
+    micro_batch_size: int = 1  # per device
+    effective_batch_size: int = 16  # micro_batch_size x gradient accumulation x devices
     epochs: float = 3
     max_steps: int | None = None  # optimizer steps; overrides epochs
     warmup_ratio: float = 0.1
@@ -75,13 +132,46 @@ class TrainSettings(_Strict):
     max_length: int = 2048  # longer examples are skipped and counted, never cut
     limit_examples: int | None = None  # first N training examples (after shuffling), for smoke runs
     gradient_checkpointing: bool = False
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
+    optim: str | None = None  # a transformers optimizer name (adamw_torch, adamw_torch_fused, paged_adamw_8bit...)
     seed: int = 0
+    save_steps: int = 50  # a resumable checkpoint every N optimizer steps (0: none)
+    save_total_limit: int | None = 2  # newest checkpoints kept
+    keep_checkpoints: bool = False  # keep output_dir/checkpoint-* after a successful run
+    resume: bool | str | None = None  # true: newest checkpoint in output_dir; a path: that one; false: start over
+    logging_steps: int = 1  # the card's loss curve and report_to get the mean loss of every N steps
+    report_to: str | list[str] = "none"  # transformers' report_to: none | all | tensorboard | wandb | mlflow ...
+    trainer_args: dict[str, Any] = Field(default_factory=dict)  # any other TrainingArguments field, passed through
 
-    @field_validator("effective_batch_size")
+    @field_validator("effective_batch_size", "micro_batch_size", "logging_steps")
     @classmethod
-    def _positive(cls, v: int) -> int:
+    def _positive(cls, v: int, info: Any) -> int:
         if v < 1:
-            raise ValueError("effective_batch_size must be >= 1")
+            raise ValueError(f"{info.field_name} must be >= 1")
+        return v
+
+    @field_validator("save_steps")
+    @classmethod
+    def _non_negative(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError("save_steps must be >= 0 (0: no checkpoints)")
+        return v
+
+    @field_validator("trainer_args")
+    @classmethod
+    def _trainer_args(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if not v:
+            return v
+        import dataclasses
+
+        from transformers import TrainingArguments
+
+        known = {f.name for f in dataclasses.fields(TrainingArguments)}
+        for key in v:
+            if key in _MANAGED_TRAINER_ARGS:
+                raise ValueError(f"trainer_args.{key} is set by medhx: use {_MANAGED_TRAINER_ARGS[key]}")
+            if key not in known:
+                raise ValueError(f"trainer_args.{key} is not a transformers TrainingArguments field")
         return v
 
 
@@ -104,7 +194,7 @@ class TrainConfig(_Strict):
     output_dir: str = "runs/adapter"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "4bit"] = "none"  # 4bit = QLoRA (needs bitsandbytes)
-    device: str = "auto"
+    device: str = "auto"  # auto | cpu | cuda: one process, one device (several GPUs: accelerate launch)
     peft: PeftSettings = Field(default_factory=PeftSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
@@ -140,83 +230,18 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         raise ValueError(f"{path}: {exc}") from None
 
 
-# --------------------------------------------------------------------------- data
-
-
-def tokenize_example(example: Example, tokenizer: Any) -> tuple[list[int], list[int]]:
-    """``(input_ids, labels)``: prompt tokens exactly as inference encodes them, labels -100 there."""
-    prompt, completion = prompts.render_training_text(example, tokenizer)
-    prompt_ids = prompts.encode_prompt(prompt, tokenizer)
-    target_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-    return prompt_ids + target_ids, [-100] * len(prompt_ids) + target_ids
-
-
-def build_features(examples: list[Example], tokenizer: Any, max_length: int) -> tuple[list[dict], int]:
-    """Tokenised examples and how many were skipped for exceeding ``max_length``."""
-    features, skipped = [], 0
-    for ex in examples:
-        ids, labels = tokenize_example(ex, tokenizer)
-        if len(ids) > max_length:
-            skipped += 1
-            log.warning("skipping %s example %s/%s: %d tokens > max_length %d", ex.task, ex.dialog_id, ex.uttr_id,
-                        len(ids), max_length)
-            continue
-        features.append({"input_ids": ids, "labels": labels, "task": ex.task})
-    return features, skipped
-
-
-def collate(batch: list[dict], pad_id: int) -> dict[str, Any]:
-    """Left-padded batch: every sequence ends at the last column, so the targets sit in the last columns and
-    only those need logits (``logits_to_keep``). Position ids restart at 0 after the padding, as at inference."""
-    import torch
-
-    width = max(len(f["input_ids"]) for f in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(batch), width), -100, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for i, f in enumerate(batch):
-        n = len(f["input_ids"])
-        ids[i, width - n:] = torch.tensor(f["input_ids"])
-        labels[i, width - n:] = torch.tensor(f["labels"])
-        mask[i, width - n:] = 1
-    positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-    return {"input_ids": ids, "labels": labels, "attention_mask": mask, "position_ids": positions}
-
-
-def n_target_tokens(feature: dict) -> int:
-    """Tokens that carry a loss: the label of position t is predicted from position t-1, so the first never does."""
-    return sum(1 for x in feature["labels"][1:] if x != -100)
-
-
-def target_span(feature: dict) -> int:
-    """How many trailing positions hold targets (from the first target token to the end)."""
-    labels = feature["labels"]
-    first = next((i for i, x in enumerate(labels) if x != -100), len(labels))
-    return len(labels) - first
-
-
-def summed_target_loss(model: Any, batch: dict[str, Any], keep: int) -> Any:
-    """Sum of target-token cross-entropies, computing logits for the last ``keep`` + 1 positions only
-    (the prompt's logits are never needed, and the vocabulary projection dominates small models)."""
-    import torch.nn.functional as F
-
-    labels = batch["labels"]
-    inputs = {k: v for k, v in batch.items() if k != "labels"}
-    peft_cfg = getattr(model, "active_peft_config", None)
-    if peft_cfg is not None and peft_cfg.is_prompt_learning:
-        inputs.pop("position_ids")  # peft prepends virtual tokens and numbers positions itself
-    logits = model(**inputs, logits_to_keep=keep + 1).logits  # positions W-keep-1 .. W-1
-    pred = logits[:, :-1, :].float()  # position t predicts token t+1
-    gold = labels[:, -keep:]
-    return F.cross_entropy(pred.reshape(-1, pred.size(-1)), gold.reshape(-1), ignore_index=-100, reduction="sum")
-
 
 # --------------------------------------------------------------------------- model
 
 
 def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``. One process trains on one device; several GPUs
+    are several processes (``accelerate launch``), one GPU each."""
     import torch
 
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device {device!r}: use auto, cpu or cuda (pick GPUs with CUDA_VISIBLE_DEVICES; "
+                         "several GPUs: accelerate launch -m agent.cli train ...)")
     if device != "auto":
         return device
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -226,8 +251,21 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     import torch
 
     if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+        if not device.startswith("cuda"):
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return getattr(torch, dtype)
+
+
+def resolve_mixed_precision(setting: str, device: str) -> str:
+    """``auto``: bf16 autocast on a GPU that has it, fp16 (with loss scaling) on one that does not, none on CPU."""
+    import torch
+
+    if setting != "auto":
+        return setting
+    if not device.startswith("cuda"):
+        return "no"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
 def peft_config(settings: PeftSettings, total_steps: int, warmup_steps: int = 0) -> Any:
@@ -239,6 +277,7 @@ def peft_config(settings: PeftSettings, total_steps: int, warmup_steps: int = 0)
     if settings.method == "adalora":
         return peft.AdaLoraConfig(init_r=settings.r, target_r=settings.adalora_target_r, lora_alpha=settings.alpha,
                                   lora_dropout=settings.dropout, target_modules=settings.target_modules,
+                                  orth_reg_weight=settings.adalora_orth_reg_weight,
                                   total_step=max(total_steps, 1), tinit=min(warmup_steps, max(total_steps - 1, 0)),
                                   tfinal=0, task_type="CAUSAL_LM")  # rank budgeting starts after warm-up
     if settings.method == "ia3":
@@ -250,6 +289,7 @@ def peft_config(settings: PeftSettings, total_steps: int, warmup_steps: int = 0)
 
 
 def load_base(cfg: TrainConfig, base_path: str, device: str) -> Any:
+    """The base model on the CPU (``Trainer`` places it), or, for QLoRA, quantised onto this process's GPU."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -258,90 +298,96 @@ def load_base(cfg: TrainConfig, base_path: str, device: str) -> Any:
         if importlib.util.find_spec("bitsandbytes") is None:
             raise RuntimeError("quantization: 4bit (QLoRA) needs bitsandbytes: pip install bitsandbytes "
                                "(and a CUDA GPU), or set quantization: none")
+        from accelerate import PartialState
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=torch.bfloat16)
-        kwargs["device_map"] = {"": device}
+        kwargs["device_map"] = {"": PartialState().local_process_index if device == "cuda" else device}
     model = AutoModelForCausalLM.from_pretrained(base_path, **kwargs)
     if cfg.quantization == "4bit":
         from peft import prepare_model_for_kbit_training
 
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=cfg.train.gradient_checkpointing)
-    else:
-        model.to(device)
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=cfg.train.gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
 
 
-def make_scheduler(optimizer: Any, kind: str, warmup: int, total: int) -> Any:
-    from transformers import (
-        get_constant_schedule_with_warmup,
-        get_cosine_schedule_with_warmup,
-        get_linear_schedule_with_warmup,
+# --------------------------------------------------------------------------- schedule + Trainer arguments
+
+
+def plan_steps(t: TrainSettings, n_examples: int, world_size: int = 1) -> dict[str, int]:
+    """Gradient accumulation, optimizer steps and warm-up, counted as ``Trainer`` counts them (an epoch is
+    ``ceil(batches / accumulation)`` steps, the last one possibly short)."""
+    per_pass = t.micro_batch_size * world_size
+    accumulation = max(1, round(t.effective_batch_size / per_pass))
+    if accumulation * per_pass != t.effective_batch_size:
+        log.warning("effective_batch_size %d is not micro_batch_size %d x %d device(s) x an integer: training with %d",
+                    t.effective_batch_size, t.micro_batch_size, world_size, accumulation * per_pass)
+    batches = math.ceil(n_examples / per_pass)  # per process
+    steps_per_epoch = max(batches // accumulation + int(batches % accumulation > 0), 1)
+    total = t.max_steps or max(1, math.ceil(steps_per_epoch * t.epochs))
+    return {"gradient_accumulation_steps": accumulation, "effective_batch_size": accumulation * per_pass,
+            "steps_per_epoch": steps_per_epoch, "total_steps": total,
+            "warmup_steps": math.ceil(t.warmup_ratio * total), "world_size": world_size}
+
+
+def training_arguments(cfg: TrainConfig, plan: dict[str, int], device: str, progress: bool) -> Any:
+    """``TrainingArguments`` from the config; ``train.trainer_args`` passes anything else through."""
+    from transformers import TrainingArguments
+
+    t = cfg.train
+    precision = resolve_mixed_precision(t.mixed_precision, device)
+    kwargs: dict[str, Any] = dict(
+        output_dir=cfg.output_dir,
+        per_device_train_batch_size=t.micro_batch_size,
+        gradient_accumulation_steps=plan["gradient_accumulation_steps"],
+        max_steps=plan["total_steps"],
+        learning_rate=t.lr,
+        lr_scheduler_type={"constant": "constant_with_warmup"}.get(t.scheduler, t.scheduler),
+        warmup_steps=plan["warmup_steps"],
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        seed=t.seed,
+        data_seed=t.seed,
+        logging_steps=t.logging_steps,
+        save_strategy="steps" if t.save_steps else "no",
+        save_steps=t.save_steps or 500,
+        save_total_limit=t.save_total_limit,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        gradient_checkpointing=t.gradient_checkpointing and cfg.quantization == "none",  # QLoRA: set by peft
+        gradient_checkpointing_kwargs={"use_reentrant": False},
+        report_to=t.report_to,
+        disable_tqdm=not progress,
+        remove_unused_columns=False,  # the collator reads the features' own keys
+        use_cpu=device == "cpu",
+        dataloader_pin_memory=device == "cuda",
     )
-
-    if kind == "cosine":
-        return get_cosine_schedule_with_warmup(optimizer, warmup, total)
-    if kind == "linear":
-        return get_linear_schedule_with_warmup(optimizer, warmup, total)
-    return get_constant_schedule_with_warmup(optimizer, warmup)
+    if t.optim:
+        kwargs["optim"] = t.optim
+    return TrainingArguments(**(kwargs | t.trainer_args))
 
 
-# --------------------------------------------------------------------------- loop
+# --------------------------------------------------------------------------- training
 
 
-def group_loss(model: Any, group: list[dict], micro: int, pad_id: int, device: str, backward: bool) -> tuple[float, int]:
-    """Target-token loss summed over ``group`` (in micro-batches) and divided by the group's target tokens:
-    one optimizer step sees the mean over its effective batch's tokens, as one big batch would.
-    Returns ``(mean token loss, target tokens)``."""
-    import torch
-
-    tokens = sum(n_target_tokens(f) for f in group)
-    if tokens == 0:
-        return 0.0, 0
-    total = 0.0
-    for start in range(0, len(group), micro):
-        chunk = group[start:start + micro]
-        if not any(n_target_tokens(f) for f in chunk):
-            continue
-        batch = {k: v.to(device) for k, v in collate(chunk, pad_id).items()}
-        keep = max(target_span(f) for f in chunk)
-        with torch.set_grad_enabled(backward):
-            loss = summed_target_loss(model, batch, keep) / tokens
-        if backward:
-            loss.backward()
-        total += float(loss.detach())
-    return total, tokens
-
-
-def token_loss(model: Any, features: list[dict], micro: int, pad_id: int, device: str) -> float | None:
-    """Mean target-token loss over ``features`` (no gradient)."""
-    if not features:
-        return None
-    model.eval()
-    loss_sum, tokens = 0.0, 0
-    for start in range(0, len(features), 16):
-        loss, n = group_loss(model, features[start:start + 16], micro, pad_id, device, backward=False)
-        loss_sum += loss * n
-        tokens += n
-    return loss_sum / tokens if tokens else None
-
-
-def train(cfg: TrainConfig, progress: bool = True) -> dict:
-    """Train, save the adapter and its card into ``cfg.output_dir``; returns the card."""
+def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None) -> dict:
+    """Train, save the adapter and its card into ``cfg.output_dir``; returns the card (an empty dict on the
+    processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
+    from accelerate import PartialState
     from peft import get_peft_model
-    from tqdm import tqdm
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, Trainer, set_seed
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from models.prepare import resolve_base_model
 
     started = time.time()
-    random.seed(cfg.train.seed)
-    torch.manual_seed(cfg.train.seed)
     device = resolve_device(cfg.device)
     base_path = resolve_base_model(cfg.base_model)
     out_dir = Path(cfg.output_dir)
@@ -351,6 +397,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
     data_dir = resolve_path(cfg.data)
     train_dialogues = load_dialogues(data_dir, cfg.train_split)
     valid_dialogues = load_dialogues(data_dir, cfg.valid_split) if cfg.valid_split else []
+    train_hash = data_hash(train_dialogues)
     train_examples = [e for t in cfg.tasks for e in task_examples(t, train_dialogues, cfg.history)]
     random.Random(cfg.train.seed).shuffle(train_examples)  # multitask: the three tasks mixed (PromptCBLUE style)
     if cfg.train.limit_examples:
@@ -359,16 +406,26 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
     if not features:
         raise ValueError(f"no training examples for tasks {cfg.tasks} in split {cfg.train_split!r} of {cfg.data}")
 
-    effective, micro = cfg.train.effective_batch_size, cfg.train.micro_batch_size
-    steps_per_epoch = math.ceil(len(features) / effective)
-    total_steps = cfg.train.max_steps or max(1, math.ceil(steps_per_epoch * cfg.train.epochs))
-    warmup = math.ceil(cfg.train.warmup_ratio * total_steps)
+    resume_from, stale = resolve_resume(cfg, train_hash)
+    plan = plan_steps(cfg.train, len(features), int(os.environ.get("WORLD_SIZE", "1")))
+    args = training_arguments(cfg, plan, device, progress)  # before the model: DeepSpeed ZeRO-3 needs it first
+    devices = args.world_size * max(args.n_gpu, 1)  # n_gpu > 1: one process feeding all visible GPUs (DataParallel)
+    if devices != plan["world_size"]:
+        log.warning("one process on %d GPUs (DataParallel): for several GPUs prefer accelerate launch -m agent.cli "
+                    "train ...; CUDA_VISIBLE_DEVICES=0 trains on one", devices)
+        plan = plan_steps(cfg.train, len(features), devices)
+        args = training_arguments(cfg, plan, device, progress)
+    state = PartialState()
+    if state.is_main_process:
+        for p in stale:
+            log.warning("deleting checkpoint %s (%s)", p, "past the resume point" if resume_from else "starting over")
+            shutil.rmtree(p, ignore_errors=True)
+    state.wait_for_everyone()
 
+    set_seed(cfg.train.seed)
     model = load_base(cfg, base_path, device)
-    if cfg.train.gradient_checkpointing and cfg.quantization == "none":
-        model.gradient_checkpointing_enable()
-        model.enable_input_require_grads()
-    model = get_peft_model(model, peft_config(cfg.peft, total_steps, warmup))
+    set_seed(cfg.train.seed)  # the adapter's initialisation depends on the seed alone
+    model = get_peft_model(model, peft_config(cfg.peft, plan["total_steps"], plan["warmup_steps"]))
     trainable, total_params = model.get_nb_trainable_parameters()
     log.info("peft %s: %d trainable of %d parameters (%.3f%%)", cfg.peft.method, trainable, total_params,
              100 * trainable / total_params)
@@ -378,46 +435,59 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
     elif cfg.peft.r not in VLLM_LORA_RANKS:
         log.warning("LoRA r=%d is not a rank vLLM accepts for --max-lora-rank %s", cfg.peft.r, VLLM_LORA_RANKS)
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
-    scheduler = make_scheduler(optimizer, cfg.train.scheduler, warmup, total_steps)
+    made = make_callbacks()
+    own = [made["stamp"](trajectory_config(cfg, train_hash)), made["log"]()]
+    adalora = made["adalora"](model, resume_from) if cfg.peft.method == "adalora" else None
+    if adalora is not None:
+        own.append(adalora)
+    trainer = Trainer(model=model, args=args, train_dataset=FeatureDataset(features),
+                      data_collator=CompletionCollator(pad_id, trim=not model.active_peft_config.is_prompt_learning),
+                      callbacks=own + list(callbacks or []))
+    trainer.remove_callback(PrinterCallback)  # stdout carries the summary only: log lines go to logging
+    if progress:
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(made["bar"])
+    if adalora is not None and trainer.is_fsdp_enabled:
+        raise ValueError("AdaLoRA's rank budget reads whole gradients, which FSDP shards: train it with DDP or "
+                         "DeepSpeed (accelerate launch --use_deepspeed ...)")
+    orth_scale = 1
+    if adalora is not None and trainer.model_accepts_loss_kwargs:
+        # peft adds the regulariser to every micro-batch's loss, and Trainer sums those (scaled by the number of
+        # processes, whose gradients DDP averages): divide so that each optimizer step carries it once
+        orth_scale = plan["gradient_accumulation_steps"] * (
+            plan["world_size"] if args.average_tokens_across_devices else 1)
+        adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight / orth_scale
 
+    sharded = bool(trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled)
     valid_features: list[dict] = []
     for t in cfg.tasks:
         exs = task_examples(t, valid_dialogues, cfg.history)[:cfg.eval.limit or None]
         valid_features += build_features(exs, tokenizer, cfg.train.max_length)[0]
-    valid_loss_before = token_loss(model, valid_features, micro, pad_id, device) if cfg.eval.enabled else None
+    measure = cfg.eval.enabled and state.is_main_process and not sharded
+    micro = cfg.train.micro_batch_size
+    valid_loss_before = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
 
-    order = list(range(len(features)))
-    rng = random.Random(cfg.train.seed + 1)
-    losses: list[float] = []
-    cursor = len(order)
-    bar = tqdm(range(total_steps), desc=f"train {cfg.name}", disable=not progress, unit="step")
-    for step in bar:
-        group = []
-        while len(group) < min(effective, len(features)):
-            if cursor >= len(order):
-                rng.shuffle(order)
-                cursor = 0
-            group.append(features[order[cursor]])
-            cursor += 1
-        model.train()
-        loss, _ = group_loss(model, group, micro, pad_id, device, backward=True)
-        if cfg.train.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(params, cfg.train.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        if cfg.peft.method == "adalora":
-            model.base_model.update_and_allocate(step)
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss)
-        bar.set_postfix(loss=f"{loss:.4f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     train_time = time.time() - started
+    if adalora is not None:
+        adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight  # as configured, in the saved config
+    trainer.save_model(str(out_dir))  # the adapter (gathered from all processes under DeepSpeed / FSDP)
+    if trainer.is_world_process_zero():
+        (out_dir / "training_args.bin").unlink(missing_ok=True)  # a pickle; the card carries the config
+    history = trainer.state.log_history
+    losses = [e["loss"] for e in history if "loss" in e]
+    if not trainer.is_world_process_zero():
+        return {}
+    valid_loss_after = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
+    if not cfg.train.keep_checkpoints:
+        for p in checkpoint_dirs(out_dir):
+            shutil.rmtree(p, ignore_errors=True)
+    adalora_calls = adalora.calls if adalora is not None else None
+    del trainer, model
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
-    valid_loss_after = token_loss(model, valid_features, micro, pad_id, device) if cfg.eval.enabled else None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out_dir))
-    del model, optimizer
     card: dict[str, Any] = {
         "adapter": cfg.name,
         "peft_method": cfg.peft.method,
@@ -431,28 +501,39 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
         "data": {
             "dir": str(data_dir),
             "train_split": cfg.train_split,
-            "train_hash": data_hash(train_dialogues),
+            "train_hash": train_hash,
             "valid_split": cfg.valid_split,
             "valid_hash": data_hash(valid_dialogues),
             "history": cfg.history,
         },
         "train": {
+            "trainer": "transformers.Trainer",
             "examples": len(features),
             "skipped_too_long": skipped,
-            "optimizer_steps": total_steps,
-            "warmup_steps": warmup,
-            "effective_batch_size": effective,
+            "optimizer_steps": plan["total_steps"],
+            "warmup_steps": plan["warmup_steps"],
+            "effective_batch_size": plan["effective_batch_size"],
+            "micro_batch_size": cfg.train.micro_batch_size,
+            "gradient_accumulation_steps": plan["gradient_accumulation_steps"],
+            "processes": plan["world_size"],
+            "mixed_precision": resolve_mixed_precision(cfg.train.mixed_precision, device),
+            "gradient_checkpointing": cfg.train.gradient_checkpointing,
             "trainable_parameters": trainable,
-            "loss_first": losses[0],
-            "loss_last": losses[-1],
+            "loss_first": losses[0] if losses else None,
+            "loss_last": losses[-1] if losses else None,
             "losses": [round(x, 5) for x in losses],
+            "resumed_from": str(resume_from) if resume_from else None,
             "wall_time_s": round(train_time, 1),
-            "device": device,
+            "device": str(args.device),
         },
         "valid": {"token_loss_before": valid_loss_before, "token_loss_after": valid_loss_after},
         "config": cfg.model_dump(),
         "versions": _versions(),
     }
+    if adalora_calls is not None:
+        card["train"]["adalora"] = {"update_and_allocate_calls": adalora_calls,
+                                    "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
+                                    "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / orth_scale}
     if cfg.eval.enabled and valid_dialogues:
         card["valid"]["tasks"] = evaluate(cfg, base_path, out_dir, tokenizer, valid_dialogues, progress)
     card["wall_time_s"] = round(time.time() - started, 1)
@@ -510,7 +591,7 @@ def _versions() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {}
-    for pkg in ("torch", "transformers", "peft"):
+    for pkg in ("torch", "transformers", "peft", "accelerate"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -529,9 +610,11 @@ def write_card(out_dir: Path, card: dict) -> None:
         f"valid={card['data']['valid_split']} (hash {card['data']['valid_hash']}), history {card['data']['history']}",
         f"- training: {card['train']['examples']} examples ({card['train']['skipped_too_long']} skipped as too long), "
         f"{card['train']['optimizer_steps']} steps of {card['train']['effective_batch_size']}, "
-        f"loss {card['train']['loss_first']:.4f} -> {card['train']['loss_last']:.4f}, "
+        f"loss {_num(card['train']['loss_first'])} -> {_num(card['train']['loss_last'])}, "
         f"{card['train']['wall_time_s']} s on {card['train']['device']}",
     ]
+    if card["train"].get("resumed_from"):
+        lines.append(f"- resumed from `{card['train']['resumed_from']}`")
     if card["servable_by_vllm"]:
         lines.append(f"- servable by vLLM: yes (serve with max_lora_rank >= {card['vllm']['max_lora_rank']})")
     else:
@@ -543,6 +626,10 @@ def write_card(out_dir: Path, card: dict) -> None:
         lines.append(f"- valid {task} ({res['examples']} turns): parse {json.dumps(_short_parse(res['parse']))}; "
                      f"metrics {json.dumps(_headline(task, res['metrics']))}")
     (out_dir / "card.md").write_text("\n".join(lines) + "\n")
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
 
 
 def _short_parse(p: dict) -> dict:
@@ -567,6 +654,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", required=True, help="YAML, e.g. configs/train/nlu.yaml")
     p.add_argument("--output-dir", help="override output_dir")
     p.add_argument("--max-steps", type=int, help="override train.max_steps")
+    p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
+                   help="continue from the newest checkpoint in output_dir (fresh start when there is none), "
+                        "or from CHECKPOINT")
+    p.add_argument("--no-resume", dest="resume", action="store_const", const=False,
+                   help="delete output_dir's checkpoints and start over")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key (dotted, YAML value), e.g. --set peft.method=ia3")
     p.add_argument("--no-progress", action="store_true")
@@ -586,14 +678,19 @@ def _parse_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["output_dir"] = args.output_dir
     if args.max_steps is not None:
         out["train.max_steps"] = args.max_steps
+    if getattr(args, "resume", None) is not None:
+        out["train.resume"] = args.resume
     return out
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, _parse_overrides(args))
     card = train(cfg, progress=not args.no_progress)
+    if not card:  # not the main process of a multi-process run
+        return 0
     print(json.dumps({k: card[k] for k in ("adapter", "peft_method", "wall_time_s")} | {
         "output_dir": cfg.output_dir, "loss_first": card["train"]["loss_first"], "loss_last": card["train"]["loss_last"],
+        "resumed_from": card["train"]["resumed_from"],
         "valid": {k: v for k, v in card["valid"].items() if k != "tasks"} | {
             t: {"parse": _short_parse(r["parse"]), "metrics": _headline(t, r["metrics"])}
             for t, r in (card["valid"].get("tasks") or {}).items()}}, indent=2))

@@ -1,4 +1,5 @@
-"""Training: loss on target tokens only, the token-weighted loss, a tiny real run whose adapter loads with peft."""
+"""Training: loss on target tokens only, the token-weighted valid loss, a tiny real run (transformers.Trainer)
+whose adapter loads with peft."""
 
 from __future__ import annotations
 
@@ -89,6 +90,10 @@ def test_tiny_lora_run_learns_saves_a_peft_adapter_and_evaluates(tiny_dir, token
     assert config["peft_type"] == "LORA" and config["r"] == 8
     assert set(config["target_modules"]) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
     assert (out / "adapter_model.safetensors").is_file()
+    # the layout is the adapter and its card: Trainer's checkpoints are deleted after a successful run, and its
+    # pickled arguments never land beside the adapter
+    assert card["train"]["trainer"] == "transformers.Trainer" and card["train"]["gradient_accumulation_steps"] == 1
+    assert not list(out.glob("checkpoint-*")) and not (out / "training_args.bin").exists()
 
     # the saved adapter loads with peft and fits the training examples better than the base model
     trained_on = list(nlu_examples)

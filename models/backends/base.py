@@ -19,6 +19,8 @@ class GenerationRequest:
     max_tokens: int = 256
     temperature: float = 0.0  # greedy by default (MediTOD's setting)
     stop: list[str] | None = None
+    min_tokens: int = 0  # no end of sequence before this many tokens (0: vLLM's and transformers' default)
+    ignore_eos: bool = False  # keep generating past end of sequence, up to max_tokens (speed benchmarks)
 
 
 @dataclass

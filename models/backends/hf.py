@@ -73,7 +73,7 @@ class HFBackend:
             self._warned_schema = True
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
-            key = (r.adapter, r.max_tokens, r.temperature, tuple(r.stop or ()))
+            key = (r.adapter, r.max_tokens, r.temperature, tuple(r.stop or ()), r.min_tokens, r.ignore_eos)
             groups.setdefault(key, []).append(i)
         batches = [idx[k:k + self.batch_size] for idx in groups.values() for k in range(0, len(idx), self.batch_size)]
         results: list[GenerationResult | None] = [None] * len(requests)
@@ -99,7 +99,8 @@ class HFBackend:
                   add_special_tokens=self.add_special_tokens).to(self.device)
         sample = first.temperature > 0
         config = GenerationConfig(
-            max_new_tokens=first.max_tokens, do_sample=sample, temperature=first.temperature if sample else None,
+            max_new_tokens=first.max_tokens, min_new_tokens=(first.max_tokens if first.ignore_eos else first.min_tokens) or None,
+            do_sample=sample, temperature=first.temperature if sample else None,
             top_k=None, top_p=None, eos_token_id=sorted(self.eos_ids), pad_token_id=tok.pad_token_id,
             stop_strings=first.stop or None,
         )

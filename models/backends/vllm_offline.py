@@ -79,6 +79,8 @@ class VLLMOfflineBackend:
                 temperature=r.temperature,
                 max_tokens=r.max_tokens,
                 stop=r.stop or None,
+                min_tokens=r.min_tokens,
+                ignore_eos=r.ignore_eos,
                 structured_outputs=StructuredOutputsParams(json=r.json_schema) if r.json_schema is not None else None,
             )
             for r in requests

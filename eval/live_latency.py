@@ -10,7 +10,6 @@ Used by ``medhx bench-speed`` (the ``live`` section of configs/bench_speed.yaml)
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from eval.stats import percentile
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,16 +37,6 @@ with SessionStore(cfg) as store:
     second = store.start().state().doctor_turns()[0].text
     print(json.dumps({"event": "warm", "warm_s": time.perf_counter() - t1, "chars": len(second)}), flush=True)
 """
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear-interpolated percentile (``q`` in 0..100), numpy's default definition; None for no values."""
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def latency_summary(seconds: list[float]) -> dict:

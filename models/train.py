@@ -55,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.paths import resolve_path
+from agent.provenance import package_versions
 from models import prompts
 from models.train_checkpoints import checkpoint_dirs, make_callbacks, resolve_resume, trajectory_config
 from models.train_data import (  # noqa: F401  (re-exported: the helpers tests and notebooks import from here)
@@ -588,15 +589,7 @@ def score_rows(task: str, examples: list[Example], rows: list[dict], match: str)
 
 
 def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {}
-    for pkg in ("torch", "transformers", "peft", "accelerate"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    return out
+    return package_versions(("torch", "transformers", "peft", "accelerate"))
 
 
 def write_card(out_dir: Path, card: dict) -> None:

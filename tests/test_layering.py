@@ -25,7 +25,7 @@ APPLICATION = {"agent.graph", "agent.graph_nodes", "agent.sessions", "agent.chat
                "eval.bench_speed",
                "eval.live_latency"}
 EVAL_METRICS = {"eval.score", "eval.matching", "eval.official", "eval.lenient", "eval.tuples", "eval.nlg",
-                "eval.encoder", "eval.stats"}
+                "eval.encoder"}
 
 
 def modules() -> dict[str, Path]:

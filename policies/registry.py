@@ -216,8 +216,7 @@ class Builder:
         """The LLM module (``models.modules``) of a role's section: backend, adapter, prompt mode, exemplars."""
         from models import modules
 
-        cfg = self.section(role)
-        check_section(role, cfg)
+        cfg = self.section(role)  # validated by build(), which calls this
         backend, spec = self.backend(cfg.get("backend"))
         kwargs = {k: cfg[k] for k in LLM_KEYS if k in cfg}  # as written: an explicit null (history) means something
         if "tokenizer" not in kwargs and (spec.get("tokenizer") or spec.get("kind") == "vllm-server"):

@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "eval.bench_speed",  # medhx bench-speed
     "agent.chat",  # medhx chat --cli
     "agent.sessions",  # medhx sessions {list,show,delete,export}
+    "eval.simulate",  # medhx simulate (whole interviews against patient simulators)
+    "eval.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
 )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent import cmas
 from agent.data import Dialogue, Utterance
+from agent.graph_state import InterviewState
 from agent.safety import DISCLAIMER, RedFlag
 from agent.tracker import update_state
 
@@ -277,3 +278,23 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
 
     out += ["", "---", f"_{DISCLAIMER}_", ""]
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- live sessions
+
+
+def transcript_of(st: InterviewState) -> Any:
+    """The session as an ``agent.export.Transcript`` (turns with their CMAS annotations, red flags)."""
+    turns = [t.model_dump(mode="json", exclude_none=True) for t in st.turns]
+    return Transcript.from_dicts(st.session_id, turns, st.red_flags)
+
+
+def export_session(st: InterviewState, fmt: str = "meditod") -> str:
+    """MediTOD-format JSON (``{session_id: {"utterances": [...]}}``, loadable by
+    ``agent.data.load_dialogs_file``) or the clinician-readable history note (markdown)."""
+    transcript = transcript_of(st)
+    if fmt == "meditod":
+        return json.dumps(to_meditod(transcript), indent=1, ensure_ascii=False) + "\n"
+    if fmt == "note":
+        return history_note(transcript)
+    raise ValueError(f"unknown export format {fmt!r}; use meditod or note")

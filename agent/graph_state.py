@@ -73,6 +73,7 @@ class InterviewState(BaseModel):
 
     session_id: str = ""
     created_at: str = ""
+    owner: str | None = None  # who started the session (the console shows each clinician their own)
     turns: list[Turn] = Field(default_factory=list)
     patient_state: dict = Field(default_factory=dict)
     red_flags: list[dict] = Field(default_factory=list)

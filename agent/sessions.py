@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agent import export
-from agent.export import Transcript
+from agent.export import export_session
 from agent.graph import build_agent, build_graph, load_config
 from agent.graph_nodes import Agent
 from agent.graph_state import InterviewState, Turn, parse_review_decision, utc_now
@@ -57,6 +56,7 @@ class SessionInfo:
     waiting_for: str | None
     turns: int
     red_flags: int
+    owner: str | None = None
 
 
 # --------------------------------------------------------------------------- checkpointer
@@ -145,13 +145,14 @@ class SessionStore:
     def exists(self, session_id: str) -> bool:
         return self.saver.get_tuple(_thread(session_id)) is not None
 
-    def start(self, session_id: str | None = None) -> Session:
-        """A new session, greeted: the doctor's first turn is ``session.state().turns[0]``."""
+    def start(self, session_id: str | None = None, owner: str | None = None) -> Session:
+        """A new session, greeted: the doctor's first turn is ``session.state().turns[0]``. ``owner`` records who
+        started it (a clinician's login in the console)."""
         session_id = session_id or uuid.uuid4().hex[:12]
         if self.exists(session_id):
             raise SessionError(f"session {session_id!r} already exists (resume it instead)")
         session = Session(self, session_id)
-        first = InterviewState(session_id=session_id, created_at=utc_now())
+        first = InterviewState(session_id=session_id, created_at=utc_now(), owner=owner)
         session._drain(first.model_dump(mode="json"))
         return session
 
@@ -181,6 +182,7 @@ class SessionStore:
             out.append(SessionInfo(
                 session_id=sid, created_at=st.created_at, updated_at=st.turns[-1].at if st.turns else st.created_at,
                 status=st.status, waiting_for=_waiting_for(snap), turns=len(st.turns), red_flags=len(st.red_flags),
+                owner=st.owner,
             ))
         return sorted(out, key=lambda i: i.updated_at, reverse=True)
 
@@ -413,20 +415,3 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def transcript_of(st: InterviewState) -> Any:
-    """The session as an ``agent.export.Transcript`` (turns with their CMAS annotations, red flags)."""
-    turns = [t.model_dump(mode="json", exclude_none=True) for t in st.turns]
-    return Transcript.from_dicts(st.session_id, turns, st.red_flags)
-
-
-def export_session(st: InterviewState, fmt: str = "meditod") -> str:
-    """MediTOD-format JSON (``{session_id: {"utterances": [...]}}``, loadable by
-    ``agent.data.load_dialogs_file``) or the clinician-readable history note (markdown)."""
-    transcript = transcript_of(st)
-    if fmt == "meditod":
-        return json.dumps(export.to_meditod(transcript), indent=1, ensure_ascii=False) + "\n"
-    if fmt == "note":
-        return export.history_note(transcript)
-    raise ValueError(f"unknown export format {fmt!r}; use meditod or note")

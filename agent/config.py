@@ -29,6 +29,7 @@ class SessionSettings(BaseModel):
     postgres_url: str | None = None  # or $MEDHX_POSTGRES_URL
     max_turns: int = Field(default=40, ge=2)  # doctor turns, greeting and closing included
     review: bool = False  # a clinician approves / edits each doctor turn before it is sent
+    turn_deadline_s: float = Field(default=60.0, gt=0)  # a module call past this falls back for the turn
 
 
 class SafetySettings(BaseModel):

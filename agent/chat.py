@@ -18,7 +18,8 @@ import json
 import sys
 from typing import TextIO
 
-from agent.sessions import DEFAULT_CONFIG, Session, SessionStore, config_for_cli
+from agent.sessions import Session, SessionStore
+from policies.agent_config import DEFAULT_CONFIG, config_for_cli
 
 QUIT = "/quit"
 

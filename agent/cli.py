@@ -24,7 +24,7 @@ COMMAND_MODULES = (
     "eval.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
     "eval.bench_speed",  # medhx bench-speed
     "agent.chat",  # medhx chat --cli
-    "agent.sessions",  # medhx sessions {list,show,delete,export}
+    "agent.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
     "eval.simulate",  # medhx simulate (whole interviews against patient simulators)
     "eval.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
 )

@@ -1,10 +1,13 @@
-"""Typed configuration: the agent config's schema, and ``medhx config check|show FILE`` for every config kind.
+"""``medhx config check|show FILE`` for every config kind.
 
-An agent config has ``base_model``, ``backends``, one section per module role (``nlu``, ``dst``, ``policy``,
+An agent config (schema: :mod:`policies.agent_config`) has ``base_model``, ``backends``, one section per module
+role (``nlu``, ``dst``, ``policy``,
 ``nlg``: typed by their kind's settings in :mod:`policies.registry`), ``session`` and ``safety``. Every level
 forbids unknown keys, so a misspelt key fails at start with its path and the allowed keys instead of silently
 falling back to a default. Train configs (``models.train.TrainConfig``), bench configs (``eval.bench.BenchConfig``)
 and serve configs (``models.serve``) have their own schemas; ``medhx config`` recognises which one a file is.
+
+Paths inside a config follow one rule (:mod:`agent.paths`): relative to the directory of the config file.
 """
 
 from __future__ import annotations
@@ -12,103 +15,53 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent import safety
 from agent.paths import resolve_path
-from policies.registry import DEFAULT_DST, check_section
+from policies.agent_config import check_agent_config, load_config
 
-
-class SessionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    store: Literal["sqlite", "postgres"] = "sqlite"
-    dir: str = ".medhx"  # sqlite file: <dir>/sessions.sqlite
-    postgres_url: str | None = None  # or $MEDHX_POSTGRES_URL
-    max_turns: int = Field(default=40, ge=2)  # doctor turns, greeting and closing included
-    review: bool = False  # a clinician approves / edits each doctor turn before it is sent
-    turn_deadline_s: float = Field(default=60.0, gt=0)  # a module call past this falls back for the turn
-
-
-class SafetySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    red_flags: str | None = str(safety.DEFAULT_RULES)  # null turns the red-flag rules off
-
-
-class AgentConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    base_model: str = "smollm2"
-    backends: dict[str, dict[str, Any]] = {}
-    nlu: dict[str, Any]
-    dst: dict[str, Any] = DEFAULT_DST
-    policy: dict[str, Any]
-    nlg: dict[str, Any]
-    session: SessionSettings = SessionSettings()
-    safety: SafetySettings = SafetySettings()
-
-    @field_validator("nlu", "dst", "policy", "nlg", mode="before")
-    @classmethod
-    def _section(cls, value: Any, info: Any) -> dict:
-        return check_section(info.field_name, value)
-
-    @field_validator("backends")
-    @classmethod
-    def _backends(cls, value: dict) -> dict:
-        for name, spec in value.items():
-            if not isinstance(spec, dict) or "kind" not in spec:
-                raise ValueError(f"backend {name!r} needs a 'kind' (vllm-server | vllm-offline | hf)")
-        return value
-
-
-def check_agent_config(config: dict) -> AgentConfig:
-    """The agent config validated; errors name the key path and what is allowed."""
-    try:
-        return AgentConfig.model_validate(config)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"agent config: {problems} (top-level keys: {sorted(AgentConfig.model_fields)})") from None
+KINDS = ("agent", "train", "bench", "bench-speed", "serve")
 
 
 def config_type(raw: dict) -> str:
-    """Which schema a config mapping follows: ``agent``, ``train``, ``bench`` or ``serve``."""
+    """Which schema a config mapping follows (one of :data:`KINDS`), recognised from its keys."""
     if "agent" in raw and "output_dir" in raw:
         return "bench"
     if "nlu" in raw or "policy" in raw or "nlg" in raw:
         return "agent"
     if {"peft", "train", "tasks", "adapter_name"} & set(raw):
         return "train"
+    if {"bench_speed", "probe", "hf", "hf_batched", "constrained", "live"} & set(raw):
+        return "bench-speed"
     return "serve"
 
 
 def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
-    """``(type, config with defaults filled in)``; raises ValueError naming what is wrong."""
+    """``(type, config with defaults filled in and paths resolved)``; raises ValueError naming what is wrong. Each
+    type is loaded by its own loader, the one its command uses, so what passes here is what the command runs."""
     p = resolve_path(path)
     raw = yaml.safe_load(p.read_text())
     if not isinstance(raw, dict):
         raise ValueError(f"{p}: a config is a YAML mapping")
     kind = kind or config_type(raw)
     if kind == "agent":
-        return kind, check_agent_config(raw).model_dump()
+        return kind, check_agent_config(load_config(p)).model_dump()
     if kind == "bench":
-        from eval.bench import BenchConfig
+        from eval.bench import load_config as load_bench
 
-        try:
-            cfg = BenchConfig.model_validate(raw)
-        except ValidationError as exc:
-            raise ValueError(f"{p}: {exc}") from None
-        out = cfg.model_dump()
+        out = load_bench(p).model_dump()
         if isinstance(out["agent"], dict):
             out["agent"] = check_agent_config(out["agent"]).model_dump()
         return kind, out
-    if kind == "train":
-        from models.train import TrainConfig
+    if kind == "bench-speed":
+        from eval.bench_speed import load_bench_config
 
-        try:
-            return kind, TrainConfig.model_validate(raw).model_dump()
-        except ValidationError as exc:
-            raise ValueError(f"{p}: {exc}") from None
+        return kind, load_bench_config(p)
+    if kind == "train":
+        from models.train import load_config as load_train
+
+        return kind, load_train(p).model_dump()
     if kind == "serve":
         from models.serve import DEFAULTS
 
@@ -117,17 +70,17 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
         if unknown:
             raise ValueError(f"{p}: unknown serve config keys {unknown} (allowed: {sorted(DEFAULTS)})")
         return kind, {**DEFAULTS, **section}
-    raise ValueError(f"unknown config type {kind!r}; use agent, train, bench or serve")
+    raise ValueError(f"unknown config type {kind!r}; use one of {', '.join(KINDS)}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("config", help="validate a config (agent, train, bench, serve) or print it with defaults")
+    p = sub.add_parser("config", help="validate any config (agent, train, bench, bench-speed, serve) or print it with defaults")
     csub = p.add_subparsers(dest="config_command", required=True)
     for name, help_ in (("check", "validate; exit 2 with the key path on an error"),
                         ("show", "print the config with every default filled in")):
         c = csub.add_parser(name, help=help_)
         c.add_argument("file")
-        c.add_argument("--type", choices=("agent", "train", "bench", "serve"), help="default: recognised from the keys")
+        c.add_argument("--type", choices=KINDS, help="default: recognised from the keys")
         c.set_defaults(func=_cmd_config)
 
 

@@ -1,8 +1,8 @@
 """Export an interview: MediTOD-format JSON (loads back with ``agent.data.load_dialogs_file``, strict)
 and a clinician-readable history note (markdown).
 
-The input is a plain :class:`Transcript` (turns + red flags), so any session store can export:
-build one with :meth:`Transcript.from_dicts` from turn dicts ``{speaker, text, nlu?, state?, actions?}``.
+The input is a :class:`Transcript`: dataset utterances (:class:`agent.data.Utterance`) and red flags. A live
+session becomes one with :meth:`Transcript.from_session`; a dataset dialogue is already utterances.
 """
 
 from __future__ import annotations
@@ -18,70 +18,29 @@ from agent.graph_state import InterviewState
 from agent.safety import DISCLAIMER, RedFlag
 from agent.tracker import update_state
 
-TURN_KEYS = {"speaker", "text", "nlu", "state", "dialog_state", "actions", "keywords"}
-SESSION_KEYS = {"index", "uttr_id", "at", "key", "latency", "meta"}
-"""Session bookkeeping a turn dict may carry; it is not part of the MediTOD format and is not exported."""
-
 
 class ExportError(ValueError):
     pass
 
 
 @dataclass
-class TranscriptTurn:
-    speaker: str
-    text: str
-    nlu: list[dict] | None = None
-    state: dict | None = None
-    actions: list[dict] | None = None
-    keywords: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, raw: dict, where: str = "turn") -> TranscriptTurn:
-        if not isinstance(raw, dict):
-            raise ExportError(f"{where}: expected a mapping, got {type(raw).__name__}")
-        if unknown := set(raw) - TURN_KEYS - SESSION_KEYS:
-            raise ExportError(f"{where}: unknown keys {sorted(unknown)}")
-        speaker, text = raw.get("speaker"), raw.get("text")
-        if speaker not in ("doctor", "patient"):
-            raise ExportError(f"{where}: speaker must be 'doctor' or 'patient', got {speaker!r}")
-        if not isinstance(text, str):
-            raise ExportError(f"{where}: text must be a string")
-        state = raw.get("state", raw.get("dialog_state"))
-        turn = cls(speaker, text, raw.get("nlu"), state, raw.get("actions"), list(raw.get("keywords") or []))
-        turn.validate(where)
-        return turn
-
-    def validate(self, where: str = "turn") -> None:
-        """Strict CMAS, and each annotation on the speaker it belongs to."""
-        try:
-            if self.speaker == "doctor":
-                if self.nlu is not None or self.state is not None:
-                    raise ExportError(f"{where}: a doctor turn carries actions, not nlu/state")
-                if self.actions is not None:
-                    self.actions = cmas.parse_actions(self.actions)
-            else:
-                if self.actions is not None:
-                    raise ExportError(f"{where}: a patient turn carries nlu/state, not actions")
-                if self.nlu is not None:
-                    self.nlu = cmas.parse_nlu(self.nlu)
-                if self.state is not None:
-                    self.state = cmas.parse_state(self.state)
-        except cmas.CMASError as exc:
-            raise ExportError(f"{where}: {exc}") from None
-
-
-@dataclass
 class Transcript:
+    """A whole interview to export: its turns as dataset utterances (:class:`agent.data.Utterance`, the one turn
+    type of dialogues on disk) and the red flags raised. A live session becomes one with :meth:`from_session`,
+    through the one conversion :meth:`agent.graph_state.Turn.to_utterance`."""
+
     session_id: str
-    turns: list[TranscriptTurn]
+    turns: list[Utterance]
     red_flags: list[RedFlag] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        for i, u in enumerate(self.turns):
+            _check(u, f"turn {i}")
+
     @classmethod
-    def from_dicts(cls, session_id: str, turns: list[dict], red_flags: list[dict | RedFlag] | None = None) -> Transcript:
-        parsed = [TranscriptTurn.from_dict(t, f"turn {i}") for i, t in enumerate(turns)]
-        flags = [f if isinstance(f, RedFlag) else _red_flag(f, i) for i, f in enumerate(red_flags or [])]
-        return cls(str(session_id), parsed, flags)
+    def from_session(cls, st: InterviewState) -> Transcript:
+        flags = [_red_flag(f, i) for i, f in enumerate(st.red_flags)]
+        return cls(st.session_id, [t.to_utterance() for t in st.turns], flags)
 
     def final_state(self) -> dict:
         """The last recorded patient state; turns with NLU but no state are folded in with the tracker."""
@@ -89,11 +48,34 @@ class Transcript:
         for t in self.turns:
             if t.speaker != "patient":
                 continue
-            if t.state is not None:
-                state = t.state
+            if t.dialog_state is not None:
+                state = t.dialog_state
             elif t.nlu is not None:
                 state = update_state(state, t.nlu)
         return state
+
+
+def _check(u: Utterance, where: str) -> None:
+    """Strict CMAS, and each annotation on the speaker it belongs to (export never writes what cannot load back)."""
+    if u.speaker not in ("doctor", "patient"):
+        raise ExportError(f"{where}: speaker must be 'doctor' or 'patient', got {u.speaker!r}")
+    if not isinstance(u.text, str):
+        raise ExportError(f"{where}: text must be a string")
+    try:
+        if u.speaker == "doctor":
+            if u.nlu is not None or u.dialog_state is not None:
+                raise ExportError(f"{where}: a doctor turn carries actions, not nlu/state")
+            if u.actions is not None:
+                u.actions = cmas.parse_actions(u.actions)
+        else:
+            if u.actions is not None:
+                raise ExportError(f"{where}: a patient turn carries nlu/state, not actions")
+            if u.nlu is not None:
+                u.nlu = cmas.parse_nlu(u.nlu)
+            if u.dialog_state is not None:
+                u.dialog_state = cmas.parse_state(u.dialog_state)
+    except cmas.CMASError as exc:
+        raise ExportError(f"{where}: {exc}") from None
 
 
 def _red_flag(raw: dict, i: int) -> RedFlag:
@@ -106,10 +88,8 @@ def _red_flag(raw: dict, i: int) -> RedFlag:
 
 
 def to_dialogue(transcript: Transcript) -> Dialogue:
-    utts = [
-        Utterance(t.speaker, i, t.text, list(t.keywords), nlu=t.nlu, dialog_state=t.state, actions=t.actions)  # type: ignore[arg-type]
-        for i, t in enumerate(transcript.turns)
-    ]
+    utts = [Utterance(t.speaker, i, t.text, list(t.keywords), nlu=t.nlu, dialog_state=t.dialog_state, actions=t.actions)
+            for i, t in enumerate(transcript.turns)]
     return Dialogue(transcript.session_id, utts)
 
 
@@ -283,16 +263,10 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
 # --------------------------------------------------------------------------- live sessions
 
 
-def transcript_of(st: InterviewState) -> Any:
-    """The session as an ``agent.export.Transcript`` (turns with their CMAS annotations, red flags)."""
-    turns = [t.model_dump(mode="json", exclude_none=True) for t in st.turns]
-    return Transcript.from_dicts(st.session_id, turns, st.red_flags)
-
-
 def export_session(st: InterviewState, fmt: str = "meditod") -> str:
     """MediTOD-format JSON (``{session_id: {"utterances": [...]}}``, loadable by
     ``agent.data.load_dialogs_file``) or the clinician-readable history note (markdown)."""
-    transcript = transcript_of(st)
+    transcript = Transcript.from_session(st)
     if fmt == "meditod":
         return json.dumps(to_meditod(transcript), indent=1, ensure_ascii=False) + "\n"
     if fmt == "note":

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from agent import safety
-from agent.config import check_agent_config
 from agent.graph_nodes import Agent, Nodes, after_speak
 from agent.graph_state import InterviewState
-from agent.paths import resolve_path
+from policies.agent_config import check_agent_config, resolve_agent_paths
 from policies.registry import build_modules, make_template_nlg
 
 
@@ -61,29 +60,21 @@ def build_graph(agent: Agent | Callable[[], Agent], checkpointer: Any = None):
 # --------------------------------------------------------------------------- config -> agent
 
 
-def load_config(path: str | Path) -> dict:
-    import yaml
-
-    p = resolve_path(path)
-    config = yaml.safe_load(p.read_text())
-    if not isinstance(config, dict):
-        raise ValueError(f"{p}: a config is a YAML mapping")
-    return config
-
-
 def build_agent(config: dict) -> Agent:
     """The agent of a config: its four modules from the registry (``policies.registry``: nlu, dst, policy, nlg by
     ``kind``, built-in or a dotted path), the interview settings (``session``) and the red-flag rules (``safety``)."""
+    config = resolve_agent_paths(config, Path.cwd())  # a mapping built in code; a loaded file's are absolute already
     checked = check_agent_config(config)  # unknown keys and bad values fail here, before anything is built
     session = checked.session
     max_turns = session.max_turns
     modules = build_modules(config)
-    agent = Agent(**vars(modules), max_turns=max_turns, review=session.review, guard_nlg=make_template_nlg({}))
+    agent = Agent(**vars(modules), max_turns=max_turns, review=session.review, guard_nlg=make_template_nlg({}),
+                  turn_deadline_s=session.turn_deadline_s)
     try:
         # red flags are on unless a config turns them off explicitly (safety.red_flags: null)
         rules_path = checked.safety.red_flags
         if rules_path:
-            agent.red_flag_rules = safety.load_rules(resolve_path(rules_path))
+            agent.red_flag_rules = safety.load_rules(Path(rules_path))
     except Exception:
         agent.close()
         raise

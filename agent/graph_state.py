@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent import cmas
+from agent.data import Utterance
 from agent.protocol import TurnContext
 
 
@@ -36,6 +37,19 @@ class Turn(BaseModel):
     actions: list[dict] | None = None
     latency: dict[str, float] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    # The one conversion each way between a live turn and a dataset utterance (``agent.data``): exports, simulators
+    # and replays go through these, so a live session and a MediTOD dialogue mean the same thing by "turn".
+
+    def to_utterance(self) -> Utterance:
+        """This turn as a MediTOD utterance: its annotations, without session bookkeeping (time, key, latency)."""
+        return Utterance(self.speaker, self.index, self.text, nlu=self.nlu, dialog_state=self.state,
+                         actions=self.actions)
+
+    @classmethod
+    def from_utterance(cls, u: Utterance, at: str = "") -> Turn:
+        return cls(index=u.uttr_id, speaker=u.speaker, text=u.text, at=at, nlu=u.nlu, state=u.dialog_state,
+                   actions=u.actions)
 
 
 class ReviewEdit(BaseModel):

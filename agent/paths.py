@@ -1,9 +1,26 @@
-"""Where medhx finds its own files: configs name paths relative to the repository root."""
+"""Where medhx finds its files.
+
+**One rule for paths inside a config:** a relative path is relative to the directory of the config file that
+names it (``configs/default.yaml`` says ``lexicon: nlu_lexicon.yaml``; a bench config in ``configs/bench/`` says
+``data: ../../data/meditod``); ``~`` is expanded; absolute paths are taken as they are. A config built in code
+(a mapping, no file) resolves against the current directory. A setting that may be a local directory or a model
+id (``base_model``, a backend's ``tokenizer``) is a path when that path exists, else an id.
+
+Settings declare which of their fields are paths with the :data:`ConfigPath` / :data:`ModelRef` annotations, and
+:func:`resolve_paths` rewrites those fields of a raw config mapping, so no module resolves paths its own way.
+A config *file* named on the command line is found as given, else inside the medhx checkout
+(:func:`resolve_path`), so ``--config configs/default.yaml`` works from any directory.
+"""
 
 from __future__ import annotations
 
 import os
+import types
+import typing
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,3 +50,62 @@ def resolve_path(path: str | Path) -> Path:
     if alt.exists():
         return alt
     raise FileNotFoundError(f"{path} (looked in {Path.cwd()} and {REPO_ROOT})")
+
+
+class _PathMarker:
+    """Annotation metadata: this str field names a file or directory (``exists_only``: or else a model id)."""
+
+    def __init__(self, exists_only: bool = False):
+        self.exists_only = exists_only
+
+
+ConfigPath = Annotated[str, _PathMarker()]
+"""A file or directory a config names; relative to the config file's directory."""
+ModelRef = Annotated[str, _PathMarker(exists_only=True)]
+"""A local model directory (resolved like :data:`ConfigPath` when it exists there) or a model id (kept)."""
+
+
+def resolve_against(value: str, base: Path, exists_only: bool = False) -> str:
+    p = Path(value).expanduser()
+    if p.is_absolute():
+        return str(p)
+    candidate = (base / p).resolve()
+    if exists_only and not candidate.exists():
+        return value
+    return str(candidate)
+
+
+def _marker(annotation: Any) -> _PathMarker | None:
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, _PathMarker):
+            return meta
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if (m := _marker(arg)) is not None:
+                return m
+    return None
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    candidates = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    for arg in candidates:
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def resolve_paths(model: type[BaseModel], data: dict, base: Path) -> dict:
+    """``data`` (a raw config mapping for ``model``) with every path field resolved against ``base``; other keys,
+    and keys the model does not know (validation reports those), are left as written."""
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        value = out.get(name)
+        if value is None:
+            continue
+        field_type = field.rebuild_annotation() if field.metadata else field.annotation
+        if isinstance(value, str) and (m := _marker(field_type)) is not None:
+            out[name] = resolve_against(value, base, m.exists_only)
+        elif isinstance(value, dict) and (sub := _model_class(field.annotation)) is not None:
+            out[name] = resolve_paths(sub, value, base)
+    return out

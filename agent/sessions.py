@@ -1,7 +1,11 @@
 """Durable interview sessions: the interview graph checkpointed per session (thread id = session id).
 
-SQLite (``<session.dir>/sessions.sqlite``) by default; PostgreSQL when a URL is configured
-(``session.postgres_url`` or ``$MEDHX_POSTGRES_URL``), so several app replicas share one database.
+Where and how sessions are kept (SQLite or PostgreSQL, the session index, per-session locks) is
+:mod:`agent.checkpoints`; this module runs the graph over them. The ``medhx sessions`` command is
+:mod:`agent.sessions_cli`.
+
+One turn at a time per session: every operation that runs the graph holds the session's lock, so a second tab or
+process gets :class:`SessionBusy` instead of a duplicated or lost turn.
 
 Exactly-once turns. Every node's writes are checkpointed before the next node runs
 (``durability="sync"``), and the patient's utterance is stored the moment it is handed to
@@ -16,35 +20,20 @@ the graph (LangGraph keeps a resume value as a pending write). So after a crash:
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sqlite3
-import sys
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from agent.export import export_session
-from agent.graph import build_agent, build_graph, load_config
+from langgraph.types import Command
+
+from agent.checkpoints import CheckpointStore, SessionBusy, SessionError, SessionNotFound, StoreSettings
+from agent.graph import build_agent, build_graph
 from agent.graph_nodes import Agent
 from agent.graph_state import InterviewState, Turn, parse_review_decision, utc_now
 from agent.safety import clean_patient_text
 
-DEFAULT_DIR = ".medhx"
-SQLITE_FILE = "sessions.sqlite"
-POSTGRES_ENV = "MEDHX_POSTGRES_URL"
-DEFAULT_CONFIG = "configs/default.yaml"
-
-
-class SessionError(RuntimeError):
-    """A session operation that cannot be done in the session's current state."""
-
-
-class SessionNotFound(SessionError):
-    pass
+__all__ = ["Session", "SessionBusy", "SessionError", "SessionInfo", "SessionNotFound", "SessionStore"]
 
 
 @dataclass
@@ -59,56 +48,6 @@ class SessionInfo:
     owner: str | None = None
 
 
-# --------------------------------------------------------------------------- checkpointer
-
-
-def store_settings(session_cfg: dict | None) -> dict:
-    """``{"store": "sqlite", "path": ...}`` or ``{"store": "postgres", "url": ...}`` from the config."""
-    cfg = dict(session_cfg or {})
-    url = cfg.get("postgres_url") or os.environ.get(POSTGRES_ENV)
-    store = cfg.get("store") or ("postgres" if url else "sqlite")
-    if store == "postgres":
-        if not url:
-            raise ValueError(f"session.store is postgres but no session.postgres_url (or ${POSTGRES_ENV}) is set")
-        return {"store": "postgres", "url": url}
-    if store != "sqlite":
-        raise ValueError(f"session.store must be sqlite or postgres, got {store!r}")
-    return {"store": "sqlite", "path": str(Path(cfg.get("dir") or DEFAULT_DIR).expanduser() / SQLITE_FILE)}
-
-
-def open_checkpointer(settings: dict) -> tuple[Any, Callable[[], None]]:
-    if settings["store"] == "postgres":
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg import Connection
-        from psycopg.rows import dict_row
-
-        try:
-            conn = Connection.connect(settings["url"], autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        except Exception as exc:  # psycopg.OperationalError: name the URL without its password
-            raise ConnectionError(f"cannot connect to PostgreSQL session store: {exc}") from None
-        saver = PostgresSaver(conn)
-        saver.setup()
-        return saver, conn.close
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = Path(settings["path"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
-    return saver, conn.close
-
-
-def _thread_ids(saver: Any) -> list[str]:
-    sql = "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY thread_id"
-    if hasattr(saver, "cursor"):  # SqliteSaver
-        with saver.cursor(transaction=False) as cur:
-            return [row[0] for row in cur.execute(sql).fetchall()]
-    with saver._cursor() as cur:  # PostgresSaver: no public "list threads"
-        cur.execute(sql)
-        return [row["thread_id"] for row in cur.fetchall()]
-
-
 # --------------------------------------------------------------------------- store
 
 
@@ -120,9 +59,11 @@ class SessionStore:
         self.config = config
         self._agent = agent
         self._owns_agent = agent is None
-        self.settings = store_settings(config.get("session"))
-        self.saver, self._close_saver = open_checkpointer(self.settings)
+        self.checkpoints = CheckpointStore(StoreSettings.from_config(config.get("session")))
+        self.saver = self.checkpoints.saver
         self.graph = build_graph(self.agent, self.saver)
+        if self.checkpoints.new_index:
+            self.checkpoints.index_unlisted(self._describe_unlisted)
 
     def agent(self) -> Agent:
         if self._agent is None:
@@ -132,7 +73,7 @@ class SessionStore:
     def close(self) -> None:
         if self._agent is not None and self._owns_agent:
             self._agent.close()
-        self._close_saver()
+        self.checkpoints.close()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -153,7 +94,9 @@ class SessionStore:
             raise SessionError(f"session {session_id!r} already exists (resume it instead)")
         session = Session(self, session_id)
         first = InterviewState(session_id=session_id, created_at=utc_now(), owner=owner)
-        session._drain(first.model_dump(mode="json"))
+        with self.checkpoints.lock(session_id):
+            self.checkpoints.add_session(session_id, owner, first.created_at)
+            session._drain(first.model_dump(mode="json"))
         return session
 
     def resume(self, session_id: str) -> Session:
@@ -172,24 +115,29 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         if not self.exists(session_id):
             raise SessionNotFound(f"no session {session_id!r} in {self.describe()}")
-        self.saver.delete_thread(session_id)
+        with self.checkpoints.lock(session_id):  # never under a running turn
+            self.checkpoints.remove_session(session_id)
 
-    def list_sessions(self) -> list[SessionInfo]:
+    def list_sessions(self, owner: str | None = None) -> list[SessionInfo]:
+        """Sessions, most recent activity first; only ``owner``'s when given."""
         out = []
-        for sid in _thread_ids(self.saver):
-            snap = self.graph.get_state(_thread(sid))
+        for row in self.checkpoints.sessions():
+            if owner is not None and row.owner != owner:
+                continue
+            snap = self.graph.get_state(_thread(row.session_id))
             st = InterviewState.model_validate(snap.values)
             out.append(SessionInfo(
-                session_id=sid, created_at=st.created_at, updated_at=st.turns[-1].at if st.turns else st.created_at,
-                status=st.status, waiting_for=_waiting_for(snap), turns=len(st.turns), red_flags=len(st.red_flags),
-                owner=st.owner,
+                session_id=row.session_id, created_at=row.created_at, updated_at=row.updated_at, status=st.status,
+                waiting_for=_waiting_for(snap), turns=len(st.turns), red_flags=len(st.red_flags), owner=row.owner,
             ))
-        return sorted(out, key=lambda i: i.updated_at, reverse=True)
+        return out
+
+    def _describe_unlisted(self, session_id: str) -> tuple[str | None, str, str]:
+        st = InterviewState.model_validate(self.graph.get_state(_thread(session_id)).values)
+        return st.owner, st.created_at, st.turns[-1].at if st.turns else st.created_at
 
     def describe(self) -> str:
-        if self.settings["store"] == "sqlite":
-            return f"sqlite {self.settings['path']}"
-        return "postgres " + self.settings["url"].split("@")[-1]
+        return self.checkpoints.describe()
 
 
 def _thread(session_id: str) -> dict:
@@ -262,20 +210,30 @@ class Session:
     def settle(self) -> None:
         """Finish whatever a crashed process left: a turn stopped inside a node, or an utterance
         stored but not yet consumed. At an open interrupt with nothing stored this is a no-op
-        (the waiting node re-raises the same interrupt)."""
+        (the waiting node re-raises the same interrupt). A turn another holder is running is theirs to finish."""
+        try:
+            with self.store.checkpoints.lock(self.id):
+                self._settle()
+        except SessionBusy:
+            return
+
+    def _settle(self) -> None:
         if self.store.graph.get_state(self.config).next:
             self._drain(None)
 
     def stream_send(self, text: str, key: str | None = None) -> Iterator[dict]:
-        """:meth:`send` as a stream of UI events."""
-        from langgraph.types import Command
-
+        """:meth:`send` as a stream of UI events. Holds the session's lock until the turn is done."""
         if not isinstance(text, str):
             raise ValueError(f"patient utterance must be a string, got {type(text).__name__}")
         text = clean_patient_text(text)
         if not text:
             raise ValueError("patient utterance is empty")
-        self.settle()
+        with self.store.checkpoints.lock(self.id):
+            yield from self._send(text, key)
+            self.store.checkpoints.touch(self.id, utc_now())
+
+    def _send(self, text: str, key: str | None) -> Iterator[dict]:
+        self._settle()
         st = self.state()
         if key is not None and (index := _keyed_turn(st, key, text)) is not None:
             yield {"type": "custom", "event": "duplicate", "key": key, "turn": index}
@@ -303,14 +261,14 @@ class Session:
         """Answer the review interrupt (``{"approve": true}`` / ``{"edit": ...}`` /
         ``{"replace_actions": [...]}``, optionally with ``{"state_patch": {...}}``); returns the
         doctor turn sent."""
-        from langgraph.types import Command
-
-        self.settle()
-        if self.pending_review() is None:
-            raise SessionError(f"session {self.id} has no doctor turn awaiting review")
-        payload = {"by": by, **decision, "at": utc_now()}
-        parse_review_decision(payload, self.state().patient_state)
-        self._drain(Command(resume=payload))
+        with self.store.checkpoints.lock(self.id):
+            self._settle()
+            if self.pending_review() is None:
+                raise SessionError(f"session {self.id} has no doctor turn awaiting review")
+            payload = {"by": by, **decision, "at": utc_now()}
+            parse_review_decision(payload, self.state().patient_state)
+            self._drain(Command(resume=payload))
+            self.store.checkpoints.touch(self.id, payload["at"])
         return self.last_doctor_turn()
 
 
@@ -322,96 +280,3 @@ def _keyed_turn(st: InterviewState, key: str, text: str) -> int | None:
                 raise ValueError(f"key {key!r} was already used for a different utterance: {turn.text!r}")
             return turn.index
     return None
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def config_for_cli(path: str | None) -> dict:
-    """The config named on the command line, or configs/default.yaml if there is one, else defaults."""
-    if path:
-        return load_config(path)
-    try:
-        return load_config(DEFAULT_CONFIG)
-    except FileNotFoundError:
-        return {}
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sessions", help="list, show, delete and export stored interview sessions")
-    p.add_argument("--config", default=None, help=f"config naming the session store (default {DEFAULT_CONFIG})")
-    p.add_argument("--dir", default=None, help="SQLite session dir (overrides session.dir)")
-    p.add_argument("--postgres-url", default=None, help="PostgreSQL URL (overrides session.postgres_url)")
-    ssub = p.add_subparsers(dest="sessions_command", required=True)
-    ssub.add_parser("list", help="one line per session, most recent first").set_defaults(func=_cmd_list)
-    s = ssub.add_parser("show", help="transcript, patient state, red flags and review edits")
-    s.add_argument("session_id")
-    s.add_argument("--json", action="store_true", help="the whole session state as JSON")
-    s.set_defaults(func=_cmd_show)
-    d = ssub.add_parser("delete", help="delete a session and all its checkpoints")
-    d.add_argument("session_id")
-    d.set_defaults(func=_cmd_delete)
-    e = ssub.add_parser("export", help="MediTOD-format JSON or a clinician-readable history note")
-    e.add_argument("session_id")
-    e.add_argument("--format", choices=("meditod", "note"), default="meditod")
-    e.add_argument("--out", default=None, help="file to write (default stdout)")
-    e.set_defaults(func=_cmd_export)
-
-
-def _store(args: argparse.Namespace) -> SessionStore:
-    config = config_for_cli(args.config)
-    session_cfg = dict(config.get("session") or {})
-    if args.dir:
-        session_cfg.update(store="sqlite", dir=args.dir)
-    if args.postgres_url:
-        session_cfg.update(store="postgres", postgres_url=args.postgres_url)
-    return SessionStore({**config, "session": session_cfg})
-
-
-def _cmd_list(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        for info in store.list_sessions():
-            print(json.dumps(asdict(info)))
-    return 0
-
-
-def _cmd_show(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        st = _read(store, args.session_id)
-        if args.json:
-            print(json.dumps(st.model_dump(mode="json"), indent=2))
-            return 0
-        print(f"session {st.session_id}  created {st.created_at}  status {st.status}")
-        for t in st.turns:
-            print(f"[{t.index}] {t.speaker}: {t.text}")
-        print("patient state: " + json.dumps(st.patient_state))
-        for f in st.red_flags:
-            print("red flag: " + json.dumps(f))
-        for e in st.review_edits:
-            print(f"review edit: turn {e.turn} {e.kind} by {e.by} at {e.at}")
-    return 0
-
-
-def _read(store: SessionStore, session_id: str) -> InterviewState:
-    if not store.exists(session_id):
-        raise SessionNotFound(f"no session {session_id!r} in {store.describe()}")
-    return Session(store, session_id).state()
-
-
-def _cmd_delete(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        store.delete(args.session_id)
-        print(f"deleted {args.session_id}", file=sys.stderr)
-    return 0
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        st = _read(store, args.session_id)
-    text = export_session(st, args.format)
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"wrote {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
-from agent.paths import resolve_path
+from agent.paths import ConfigPath, resolve_path, resolve_paths
 from agent.provenance import package_versions, tree_hash
 from eval.bench_report import plot_all, write_report
 from eval.lenient import score_nlu_lenient, score_pol_lenient
@@ -41,6 +41,9 @@ from eval.score import score
 from eval.stats import percentile
 from models.modules import LLMModule
 from models.prepare import resolve_base_model
+from models.serve import load_serve_config
+from policies.agent_config import load_config as load_agent_config
+from policies.agent_config import resolve_agent_paths
 from policies.registry import build_modules
 
 log = logging.getLogger(__name__)
@@ -64,8 +67,8 @@ class BenchConfig(BaseModel):
     """A bench run. Unknown keys are errors: a typo must not silently fall back to a default."""
 
     model_config = ConfigDict(extra="forbid")
-    agent: str | dict[str, Any] = Field(description="the module configuration: an agent YAML path or its mapping")
-    data: str = str(DEFAULT_DATA_DIR)
+    agent: ConfigPath | dict[str, Any] = Field(description="the module configuration: an agent YAML path or its mapping")
+    data: ConfigPath = str(DEFAULT_DATA_DIR)
     split: str = "all"
     domain: Literal["in-domain", "out-of-domain"] = "in-domain"
     tasks: list[Task] = ["nlu", "pol", "nlg"]
@@ -74,15 +77,21 @@ class BenchConfig(BaseModel):
     chunk: int = Field(default=8, ge=1, description="turns per batch; the cache is written after each")
     match: list[Literal["exact", "synonym", "embedding", "llm"]] = ["exact", "synonym", "embedding"]
     llm_match: LLMMatch | None = None
-    encoder: str | None = None  # BERTScore / embedding matcher; default the packaged all-MiniLM-L6-v2
-    paper_reference: str = str(PAPER_REFERENCE)
-    output_dir: str
+    encoder: ConfigPath | None = None  # BERTScore / embedding matcher; default the packaged all-MiniLM-L6-v2
+    paper_reference: ConfigPath = str(PAPER_REFERENCE)
+    output_dir: ConfigPath
 
 
 def load_config(path: str | Path) -> BenchConfig:
-    raw = yaml.safe_load(Path(path).read_text())
+    """A bench config file; its paths (and an inline agent config's) relative to the file's directory."""
+    p = resolve_path(path)
+    raw = yaml.safe_load(p.read_text())
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a YAML mapping")
+    base = p.resolve().parent
+    raw = resolve_paths(BenchConfig, raw, base)
+    if isinstance(raw.get("agent"), dict):
+        raw["agent"] = resolve_agent_paths(raw["agent"], base)
     try:
         return BenchConfig(**raw)
     except Exception as exc:  # pydantic's message names the key
@@ -90,12 +99,7 @@ def load_config(path: str | Path) -> BenchConfig:
 
 
 def agent_config(cfg: BenchConfig) -> dict:
-    if isinstance(cfg.agent, dict):
-        return cfg.agent
-    raw = yaml.safe_load(Path(cfg.agent).read_text())
-    if not isinstance(raw, dict):
-        raise ValueError(f"{cfg.agent}: expected a YAML mapping")
-    return raw
+    return cfg.agent if isinstance(cfg.agent, dict) else load_agent_config(cfg.agent)
 
 
 # --------------------------------------------------------------------------- provenance
@@ -119,10 +123,10 @@ def model_hashes(agent: dict) -> dict[str, Any]:
         launch = spec.get("launch") if isinstance(spec, dict) else None
         if not launch:
             continue
-        serve = launch if isinstance(launch, dict) else (yaml.safe_load(resolve_path(launch).read_text()) or {})
+        serve = launch if isinstance(launch, dict) else load_serve_config(launch)
         for adapter, directory in (serve.get("adapters") or {}).items():
             if directory:
-                adapters[f"{name}/{adapter}"] = {"path": str(directory), "sha256_16": tree_hash(resolve_path(directory))}
+                adapters[f"{name}/{adapter}"] = {"path": str(directory), "sha256_16": tree_hash(Path(directory))}
     out["adapters"] = adapters
     return out
 

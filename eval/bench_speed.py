@@ -41,7 +41,12 @@ import platform
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.data import DEFAULT_DATA_DIR
+from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_path, resolve_paths
 
 log = logging.getLogger(__name__)
 
@@ -50,30 +55,72 @@ LABELS = {"hf": "transformers\none at a time\n(paper)", "hf_batched": "transform
           "vllm": "vLLM\nbatched", "vllm_constrained": "vLLM batched\n+ CMAS schema\n(medhx)"}
 MIN_TOKENS_FOR_OVERHEAD = 8
 
-DEFAULTS: dict[str, Any] = {
-    "base_model": "smollm2",
-    "data": "data/meditod",
-    "split": "all",
-    "limit": None,  # first N patient turns only (None = every annotated patient turn)
-    "history": 4,
-    "threads": None,  # cores for every engine (torch threads, vLLM OpenMP threads); None = every core
-    "output_dir": "runs/bench_speed",
-    "probe": {"turns": 4, "tokens": 16},  # the dtype probe: first N turns, each forced to this many tokens
-    "hf": {"dtype": ["bfloat16", "float32"]},
-    "hf_batched": {"enabled": True, "dtype": ["bfloat16", "float32"], "batch_size": 16, "sort_by_length": True},
-    "vllm": {
-        "dtype": ["bfloat16", "float32"],  # probed in this order; the last engine is kept when it wins
-        "cpu_omp_threads_bind": "all",  # "all" = cores 0..threads-1; or vLLM's own syntax ("0-1", "auto", "nobind")
-        "cpu_kvcache_space_gib": 4,
-        "max_model_len": 4096,
-        "enable_prefix_caching": True,
-        "structured_outputs": {"backend": "guidance", "disable_any_whitespace": True},
-        "engine_args": {},  # passed to vllm.LLM untouched
-    },
-    "constrained": {"enabled": True, "min_items": 32},
-    "live": {"enabled": True, "config": "configs/default.yaml", "cold_runs": 3, "limit": None},
-}
-FREE_MAPPINGS = {("vllm", "structured_outputs"), ("vllm", "engine_args")}  # contents not checked here
+Dtype = Literal["float32", "bfloat16", "float16"]
+Dtypes = Dtype | list[Dtype]  # one value skips the probe; a list is probed in order
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProbeSettings(_Section):
+    turns: int = Field(default=4, ge=1)  # the dtype probe: first N turns, each forced to this many tokens
+    tokens: int = Field(default=16, ge=1)
+
+
+class HFSettings(_Section):
+    dtype: Dtypes = Field(default_factory=lambda: ["bfloat16", "float32"])
+
+
+class HFBatchedSettings(_Section):
+    enabled: bool = True
+    dtype: Dtypes = Field(default_factory=lambda: ["bfloat16", "float32"])
+    batch_size: int = Field(default=16, ge=1)
+    sort_by_length: bool = True
+
+
+class VLLMSettings(_Section):
+    dtype: Dtypes = Field(default_factory=lambda: ["bfloat16", "float32"])  # the last engine is kept when it wins
+    cpu_omp_threads_bind: str = "all"  # "all" = cores 0..threads-1; or vLLM's own syntax ("0-1", "auto", "nobind")
+    cpu_kvcache_space_gib: float = 4
+    max_model_len: int = 4096
+    enable_prefix_caching: bool = True
+    structured_outputs: dict[str, Any] = Field(default_factory=lambda: {"backend": "guidance",
+                                                                        "disable_any_whitespace": True})
+    engine_args: dict[str, Any] = Field(default_factory=dict)  # passed to vllm.LLM untouched
+
+
+class ConstrainedSettings(_Section):
+    enabled: bool = True
+    min_items: int = Field(default=32, ge=1)
+
+
+class LiveSettings(_Section):
+    enabled: bool = True
+    config: ConfigPath = str(REPO_ROOT / "configs" / "default.yaml")
+    cold_runs: int = Field(default=3, ge=1)
+    limit: int | None = None
+
+
+class BenchSpeedConfig(_Section):
+    """``medhx bench-speed``'s config; paths relative to the config file's directory (:mod:`agent.paths`)."""
+
+    base_model: ModelRef = "smollm2"
+    data: ConfigPath = str(DEFAULT_DATA_DIR)
+    split: str = "all"
+    limit: int | None = None  # first N patient turns only (None = every annotated patient turn)
+    history: int = 4
+    threads: int | None = None  # cores for every engine (torch threads, vLLM OpenMP threads); None = every core
+    output_dir: ConfigPath = str(REPO_ROOT / "runs" / "bench_speed")
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    hf: HFSettings = Field(default_factory=HFSettings)
+    hf_batched: HFBatchedSettings = Field(default_factory=HFBatchedSettings)
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
+    constrained: ConstrainedSettings = Field(default_factory=ConstrainedSettings)
+    live: LiveSettings = Field(default_factory=LiveSettings)
+
+
+DEFAULTS: dict[str, Any] = BenchSpeedConfig().model_dump()
 AGENT_SECTIONS = ("nlu", "policy", "nlg")
 
 
@@ -84,54 +131,47 @@ class ConfigError(ValueError):
     pass
 
 
-def _merge(defaults: dict, given: dict, where: str, path: tuple[str, ...] = ()) -> dict:
-    if not isinstance(given, dict):
-        raise ConfigError(f"{where}: {'.'.join(path) or 'the config'} must be a mapping, got {type(given).__name__}")
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        at = ".".join(path) or "top level"
-        raise ConfigError(f"{where}: unknown key(s) {unknown} at {at}; allowed: {sorted(defaults)}")
-    out = {}
-    for key, default in defaults.items():
-        value = given.get(key, default)
-        if isinstance(default, dict) and (*path, key) not in FREE_MAPPINGS:
-            value = _merge(default, value if value is not None else {}, where, (*path, key))
-        elif isinstance(default, dict):
-            value = dict(value or {})
-        out[key] = copy.deepcopy(value)
-    return out
-
-
 def load_bench_config(path: str | Path) -> dict:
-    """A bench config: the keys of DEFAULTS (nested sections too), at top level or under ``bench_speed:``;
-    unknown keys are an error. Any medhx agent config (with ``nlu``/``policy``/``nlg`` sections, e.g.
-    configs/default.yaml) is also accepted: then only its ``base_model`` is used."""
+    """A bench-speed config: :class:`BenchSpeedConfig`'s keys at top level or under ``bench_speed:``; unknown keys are
+    an error. Any medhx agent config (with ``nlu``/``policy``/``nlg`` sections, e.g. configs/default.yaml) is also
+    accepted: then only its ``base_model`` is used."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text()) or {}
-    return bench_config_from(raw, str(path))
+    p = resolve_path(path)
+    raw = yaml.safe_load(p.read_text()) or {}
+    return bench_config_from(raw, str(path), base=p.resolve().parent)
 
 
-def bench_config_from(raw: Any, where: str = "config") -> dict:
+def bench_config_from(raw: Any, where: str = "config", base: Path | None = None) -> dict:
+    """The config as a plain mapping, defaults filled in, paths resolved against ``base`` (default: the current
+    directory)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping")
+    prefix: tuple[str, ...] = ()
     if "bench_speed" in raw:
-        config = _merge(DEFAULTS, raw["bench_speed"] or {}, where, ("bench_speed",))
+        raw, prefix = raw["bench_speed"] or {}, ("bench_speed",)
     elif any(k in raw for k in AGENT_SECTIONS):
-        config = _merge(DEFAULTS, {}, where)
-        if raw.get("base_model"):
-            config["base_model"] = raw["base_model"]
-    else:
-        config = _merge(DEFAULTS, raw, where)
-    for section in ("hf", "hf_batched", "vllm"):
-        dtypes = dtype_candidates(config[section]["dtype"])
-        bad = [d for d in dtypes if d not in ("float32", "bfloat16", "float16")]
-        if bad or not dtypes:
-            raise ConfigError(f"{where}: {section}.dtype must be float32, bfloat16 or float16 (or a list of them), "
-                              f"got {config[section]['dtype']!r}")
-    if int(config["hf_batched"]["batch_size"]) < 1:
-        raise ConfigError(f"{where}: hf_batched.batch_size must be at least 1")
-    return config
+        raw = {"base_model": raw["base_model"]} if raw.get("base_model") else {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: {'.'.join(prefix)} must be a mapping")
+    try:
+        return BenchSpeedConfig.model_validate(resolve_paths(BenchSpeedConfig, raw, base or Path.cwd())).model_dump()
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: " + "; ".join(_problem(e, prefix) for e in exc.errors())) from None
+
+
+def _problem(error: Any, prefix: tuple[str, ...]) -> str:
+    loc = [str(x) for x in error["loc"] if not str(x).startswith(("list[", "literal["))]
+    if error["type"] == "extra_forbidden":
+        *parent, key = loc
+        at = ".".join((*prefix, *parent)) or "top level"
+        model: type[BaseModel] = BenchSpeedConfig
+        for name in parent:
+            model = model.model_fields[name].annotation  # type: ignore[assignment]
+        return f"unknown key(s) [{key!r}] at {at}; allowed: {sorted(model.model_fields)}"
+    if error["type"] in ("model_type", "dict_type"):
+        return f"{'.'.join((*prefix, *loc))} must be a mapping"
+    return f"{'.'.join((*prefix, *loc))}: {error['msg']}"
 
 
 def dtype_candidates(value: str | list[str]) -> list[str]:
@@ -305,10 +345,9 @@ def contention_shares(wall: float, cores: int, busy_s: float, own_s: float, stea
 
 def build_workload(config: dict, tokenizer: Any) -> tuple[list[str], list[int]]:
     from agent.data import load_dialogues, nlu_examples
-    from agent.paths import resolve_path
     from models import prompts
 
-    examples = nlu_examples(load_dialogues(resolve_path(config["data"]), config["split"]), history=config["history"])
+    examples = nlu_examples(load_dialogues(Path(config["data"]), config["split"]), history=config["history"])
     if config["limit"]:
         examples = examples[: int(config["limit"])]
     if not examples:
@@ -611,11 +650,9 @@ def run_bench(config: dict) -> dict:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if config["live"]["enabled"]:
-        from agent.paths import resolve_path
         from eval.live_latency import run_live
 
-        live = {**config["live"], "config": str(resolve_path(config["live"]["config"]))}
-        report["live"] = run_live(live, resolve_path(config["data"]), config["split"])
+        report["live"] = run_live(config["live"], Path(config["data"]), config["split"])
         report["machine"]["loadavg"]["after_live"] = [round(x, 2) for x in os.getloadavg()]
     out = Path(config["output_dir"])
     out.mkdir(parents=True, exist_ok=True)

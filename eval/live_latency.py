@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.sessions import SessionStore
 from eval.stats import percentile
+from policies.agent_config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 COLD_SCRIPT = """
 import json, sys, time
 t0 = time.perf_counter()
-from agent.graph import load_config
+from policies.agent_config import load_config
 from agent.sessions import SessionStore
 cfg = load_config(sys.argv[1])
 cfg["session"] = {**(cfg.get("session") or {}), "store": "sqlite", "dir": sys.argv[2]}
@@ -59,9 +61,6 @@ def patient_lines(data: str | Path, split: str = "all") -> list[list[str]]:
 def replay(config_path: str | Path, dialogues: list[list[str]], limit: int | None = None,
            progress: bool = True) -> dict:
     """Send every line as a patient turn; the wall time of each ``send`` is one agent turn."""
-    from agent.graph import load_config
-    from agent.sessions import SessionStore
-
     cfg = load_config(config_path)
     lines = [(i, line) for i, d in enumerate(dialogues) for line in d]
     if limit:

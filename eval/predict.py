@@ -21,6 +21,7 @@ from models.backends import make_backend
 from models.modules import predict, resolve_tokenizer
 from models.parsing import ParseStats
 from models.retrieval import ExemplarIndex
+from policies.agent_config import load_config
 from policies.registry import build_modules
 
 log = logging.getLogger(__name__)
@@ -185,11 +186,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    import yaml
-
-    config = yaml.safe_load(Path(args.config).read_text())
-    if not isinstance(config, dict):
-        raise ValueError(f"{args.config}: expected a YAML mapping")
+    config = load_config(args.config)
     overrides = {k: v for k, v in (("mode", args.mode), ("adapter", args.adapter)) if v}
     summary = run_predict(config, args.task, args.data, args.split, args.out, args.limit, overrides,
                           progress=not args.no_progress)

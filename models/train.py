@@ -54,7 +54,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
-from agent.paths import resolve_path
+from agent.paths import ConfigPath, ModelRef, resolve_path, resolve_paths
 from agent.provenance import package_versions
 from models import prompts
 from models.train_checkpoints import checkpoint_dirs, make_callbacks, resolve_resume, trajectory_config
@@ -185,14 +185,14 @@ class EvalSettings(_Strict):
 
 
 class TrainConfig(_Strict):
-    base_model: str = "smollm2"
+    base_model: ModelRef = "smollm2"
     tasks: list[Literal["nlu", "pol", "nlg"]] = Field(default_factory=lambda: ["nlu"])
     adapter_name: str | None = None  # default: the task, or "multitask"
-    data: str = str(DEFAULT_DATA_DIR)
+    data: ConfigPath = str(DEFAULT_DATA_DIR)
     train_split: str = "train"
     valid_split: str = "valid"
     history: int | None = 4
-    output_dir: str = "runs/adapter"
+    output_dir: ConfigPath = "runs/adapter"  # relative to the config file's directory
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "4bit"] = "none"  # 4bit = QLoRA (needs bitsandbytes)
     device: str = "auto"  # auto | cpu | cuda: one process, one device (several GPUs: accelerate launch)
@@ -213,18 +213,24 @@ class TrainConfig(_Strict):
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """A YAML training config, with ``overrides`` (dotted keys, e.g. ``train.max_steps``) applied on top."""
+    """A YAML training config, with ``overrides`` (dotted keys, e.g. ``train.max_steps``) applied on top.
+
+    Paths in the file are relative to the file's directory (:mod:`agent.paths`); paths given as overrides on the
+    command line are relative to the current directory, as anything typed at a prompt."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    p = resolve_path(path)
+    raw = yaml.safe_load(p.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping")
+    raw = resolve_paths(TrainConfig, raw, p.resolve().parent)
     for key, value in (overrides or {}).items():
         node = raw
         *parents, leaf = key.split(".")
         for p in parents:
             node = node.setdefault(p, {})
         node[leaf] = value
+    raw = resolve_paths(TrainConfig, raw, Path.cwd())
     try:
         return TrainConfig.model_validate(raw)
     except Exception as exc:  # pydantic's message names the bad key; prefix the file
@@ -395,7 +401,7 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    data_dir = resolve_path(cfg.data)
+    data_dir = Path(cfg.data)
     train_dialogues = load_dialogues(data_dir, cfg.train_split)
     valid_dialogues = load_dialogues(data_dir, cfg.valid_split) if cfg.valid_split else []
     train_hash = data_hash(train_dialogues)

@@ -8,7 +8,9 @@ Every section of an agent config (``nlu:``, ``dst:``, ``policy:``, ``nlg:``) nam
   module plugs in with no change to medhx.
 
 Model kinds share backends: a backend named by several modules is built once (``Builder.backend``), its ``model``
-defaulting to the config's ``base_model``. Paths in a section resolve with :func:`agent.paths.resolve_path`.
+defaulting to the config's ``base_model``. A kind's path settings are typed :data:`agent.paths.ConfigPath`, so
+:func:`resolve_section` makes them relative to the config file's directory (the one rule, :mod:`agent.paths`);
+builders receive them resolved.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.ontology import Vocabulary, default_vocabulary
-from agent.paths import resolve_path
+from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths
 from agent.protocol import DST, NLG, NLU, Policy
 from agent.tracker import RuleTracker
 
@@ -44,11 +47,14 @@ class Settings(BaseModel):
     kind: str
 
 
+DEFAULT_DATA = REPO_ROOT / "data" / "meditod"
+
+
 class Exemplars(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    data: str = "data/meditod"
+    data: ConfigPath | None = None  # default: the bundled data/meditod
     split: str = "train"
-    encoder: str | None = None  # default: the packaged all-MiniLM-L6-v2
+    encoder: ConfigPath | None = None  # default: the packaged all-MiniLM-L6-v2
 
 
 class LLMSettings(Settings):
@@ -56,7 +62,7 @@ class LLMSettings(Settings):
 
     backend: str
     adapter: str | None = None  # LoRA module name on the backend; None = the base model
-    tokenizer: str | None = None
+    tokenizer: ModelRef | None = None
     mode: str = Field(default="supervised", pattern="^(supervised|icl)$")
     k: int | None = Field(default=None, ge=1)  # in-context exemplars
     max_tokens: int | None = Field(default=None, ge=1)
@@ -74,7 +80,7 @@ class Grounding(BaseModel):
 
 
 class ClinicalSettings(Settings, Grounding):
-    lexicon: str | None = None  # default configs/nlu_lexicon.yaml
+    lexicon: ConfigPath | None = None  # default configs/nlu_lexicon.yaml
 
 
 class ModelNLUSettings(LLMSettings, Grounding):
@@ -82,11 +88,11 @@ class ModelNLUSettings(LLMSettings, Grounding):
 
 
 class EnsembleSettings(LLMSettings, Grounding):
-    lexicon: str | None = None
+    lexicon: ConfigPath | None = None
 
 
 class GoldSettings(Settings, Grounding):
-    data: str = "data/meditod"
+    data: ConfigPath | None = None  # default: the bundled data/meditod
 
 
 class RuleTrackerSettings(Settings):
@@ -94,19 +100,19 @@ class RuleTrackerSettings(Settings):
 
 
 class QuestionnaireSettings(Settings):
-    questionnaire: str | None = None  # default configs/questionnaire.yaml
+    questionnaire: ConfigPath | None = None  # default configs/questionnaire.yaml
 
 
 class HybridSettings(LLMSettings):
-    questionnaire: str | None = None
+    questionnaire: ConfigPath | None = None
 
 
 class TemplateSettings(Settings):
-    lexicon: str | None = None  # default configs/nlg_lexicon.yaml
+    lexicon: ConfigPath | None = None  # default configs/nlg_lexicon.yaml
 
 
 class ModelNLGSettings(LLMSettings):
-    lexicon: str | None = None  # the fallback template NLG's
+    lexicon: ConfigPath | None = None  # the fallback template NLG's
     fallback: bool = True
 
 
@@ -144,6 +150,14 @@ def check_section(role: str, section: Any) -> dict:
         problems = "; ".join(f"{role}.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         allowed = sorted(model.model_fields)
         raise ValueError(f"config: {problems} (allowed keys for {role} kind {kind!r}: {allowed})") from None
+
+
+def resolve_section(role: str, section: Any, base: Path) -> Any:
+    """A role's raw section with its kind's path settings resolved against ``base`` (nothing else changes;
+    dotted-path kinds are the researcher's own and keep their settings as written)."""
+    if not isinstance(section, dict) or section.get("kind") not in _SETTINGS.get(role, {}):
+        return section
+    return resolve_paths(_SETTINGS[role][section["kind"]], section, base)
 
 
 def kinds(role: str) -> tuple[str, ...]:
@@ -245,7 +259,7 @@ def exemplar_index(task: str, cfg: dict) -> Any:
     from models.retrieval import ExemplarIndex
 
     ex = cfg.get("exemplars") or {}
-    dialogues = load_dialogues(resolve_path(ex.get("data", "data/meditod")), ex.get("split", "train"))
+    dialogues = load_dialogues(Path(ex.get("data") or DEFAULT_DATA), ex.get("split", "train"))
     return ExemplarIndex.build(dialogues, task, history=cfg.get("history", 4), encoder_path=ex.get("encoder"))
 
 
@@ -280,7 +294,7 @@ def build_modules(config: dict) -> Modules:
 def _lexicon(cfg: dict) -> Any:
     from policies.nlu.lexicon import DEFAULT_LEXICON, load_lexicon
 
-    return load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON)
+    return load_lexicon(Path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON)
 
 
 @register("nlu", "clinical", ClinicalSettings)
@@ -307,7 +321,7 @@ def _ensemble(b: Builder, cfg: dict) -> NLU:
 def _gold(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.gold import GoldNLU
 
-    return GoldNLU.from_dir(resolve_path(cfg.get("data", "data/meditod")))
+    return GoldNLU.from_dir(Path(cfg.get("data") or DEFAULT_DATA))
 
 
 @register("dst", "rule", RuleTrackerSettings)
@@ -318,7 +332,7 @@ def _rule_tracker(b: Builder, cfg: dict) -> DST:
 def make_questionnaire(cfg: dict) -> Policy:
     from policies.questionnaire import DEFAULT_CONFIG, QuestionnairePolicy, load_questionnaire_config
 
-    path = resolve_path(cfg["questionnaire"]) if cfg.get("questionnaire") else DEFAULT_CONFIG
+    path = Path(cfg["questionnaire"]) if cfg.get("questionnaire") else DEFAULT_CONFIG
     return QuestionnairePolicy(load_questionnaire_config(path))
 
 
@@ -345,7 +359,7 @@ def _hybrid(b: Builder, cfg: dict) -> Policy:
 def make_template_nlg(cfg: dict) -> NLG:
     from policies.template_nlg import DEFAULT_LEXICON, TemplateNLG, load_lexicon
 
-    return TemplateNLG(load_lexicon(resolve_path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON))
+    return TemplateNLG(load_lexicon(Path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON))
 
 
 @register("nlg", "template", TemplateSettings)

@@ -142,8 +142,8 @@ def keyed_client_cmd(config: Path, session_id: str) -> list[str]:
 def _keyed_client(config: str, session_id: str) -> int:
     import json
 
-    from agent.graph import load_config
     from agent.sessions import SessionStore
+    from policies.agent_config import load_config
 
     with SessionStore(load_config(config)) as store:
         session = store.open(session_id)

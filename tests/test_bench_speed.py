@@ -139,7 +139,8 @@ def test_shipped_config_loads_with_every_section():
     config = bs.load_bench_config(REPO / "configs" / "bench_speed.yaml")
     assert config["base_model"] == "smollm2" and config["vllm"]["enable_prefix_caching"] is True
     assert config["vllm"]["cpu_omp_threads_bind"] == "all" and config["constrained"]["enabled"]
-    assert config["live"]["config"] == "configs/default.yaml"
+    assert config["live"]["config"] == str(REPO / "configs" / "default.yaml")  # relative to the config's directory
+    assert config["data"] == str(REPO / "data" / "meditod")
     # every key the file sets is one the bench knows, and the file documents every default
     raw = yaml.safe_load((REPO / "configs" / "bench_speed.yaml").read_text())
     assert set(raw) == set(bs.DEFAULTS)

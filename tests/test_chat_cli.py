@@ -6,6 +6,7 @@ import pytest
 from graph_fixtures import REPO, gold_config, patient_lines, run_medhx, write_config
 
 from agent.sessions import SessionStore
+from policies.agent_config import load_config
 
 LINES = patient_lines("115", 3)
 
@@ -61,9 +62,8 @@ def test_chat_cli_clinician_review(tmp_path):
 def test_chat_cli_with_a_model_nlu(tmp_path, tiny_model_dir):
     """The shipped no-model-policy config (configs/agent_questionnaire.yaml) with its hf backend
     pointed at the tiny model: the LLM NLU runs in the chat process."""
-    import yaml
 
-    cfg = yaml.safe_load((REPO / "configs" / "agent_questionnaire.yaml").read_text())
+    cfg = load_config(REPO / "configs" / "agent_questionnaire.yaml")
     cfg["base_model"] = str(tiny_model_dir)
     cfg["nlu"]["max_tokens"] = 16
     cfg["session"]["dir"] = str(tmp_path / "store")

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.config import check_agent_config
 from agent.graph import build_agent
+from policies.agent_config import check_agent_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def test_every_config_in_the_repository_checks(capsys):
     files = [*sorted((REPO / "configs").glob("*.yaml")), *sorted((REPO / "configs" / "train").glob("*.yaml")),
              *sorted((REPO / "configs" / "bench").glob("*.yaml"))]
     data_files = {"nlu_lexicon.yaml", "nlg_lexicon.yaml", "questionnaire.yaml", "vocabulary.yaml", "red_flags.yaml",
-                  "paper_reference.yaml", "nlg_facts.yaml", "bench_speed.yaml"}
+                  "paper_reference.yaml", "nlg_facts.yaml"}
     checked = 0
     for f in files:
         if f.name in data_files:
@@ -57,10 +57,41 @@ def test_show_fills_in_defaults_and_check_reports_errors_with_exit_code_2(tmp_pa
     shown = yaml.safe_load(capsys.readouterr().out)
     assert shown["dst"] == {"kind": "rule", "list_merge": "replace"}
     assert shown["session"]["max_turns"] == 40 and shown["nlu"]["grounding"] is True
-    assert shown["policy"]["questionnaire"] == "configs/questionnaire.yaml"
+    assert shown["policy"]["questionnaire"] == str(REPO / "configs" / "questionnaire.yaml")  # relative to configs/
     bad = tmp_path / "bad.yaml"
     cfg = default()
     cfg["nlg"]["lexicn"] = "x.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     assert main(["config", "check", str(bad)]) == 2
     assert "nlg.lexicn" in capsys.readouterr().err
+
+
+def test_paths_in_a_config_are_relative_to_the_config_files_directory(tmp_path, monkeypatch):
+    """One rule: a config in any directory names its files relative to itself, whatever the working directory."""
+    from policies.agent_config import load_config
+
+    (tmp_path / "lex").mkdir()
+    (tmp_path / "lex" / "mine.yaml").write_text((REPO / "configs" / "nlg_lexicon.yaml").read_text())
+    cfg = default()
+    cfg["nlg"]["lexicon"] = "lex/mine.yaml"
+    cfg["nlu"]["lexicon"] = str(REPO / "configs" / "nlu_lexicon.yaml")  # absolute: taken as it is
+    cfg["policy"]["questionnaire"] = "../" + tmp_path.name + "/q.yaml"
+    (tmp_path / "q.yaml").write_text((REPO / "configs" / "questionnaire.yaml").read_text())
+    cfg["safety"]["red_flags"] = str(REPO / "configs" / "red_flags.yaml")
+    cfg["session"]["dir"] = "sessions"
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(REPO / "tests")  # not where the config is
+    loaded = load_config(tmp_path / "agent.yaml")
+    assert loaded["nlg"]["lexicon"] == str(tmp_path / "lex" / "mine.yaml")
+    assert loaded["policy"]["questionnaire"] == str(tmp_path / "q.yaml")
+    assert loaded["session"]["dir"] == str(tmp_path / "sessions")
+    assert loaded["base_model"] == "smollm2"  # a model id, not a path next to the config
+    agent = build_agent(loaded)
+    try:
+        assert agent.nlg is not None
+    finally:
+        agent.close()
+    cfg["nlg"]["lexicon"] = "lex/missing.yaml"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(FileNotFoundError, match="missing.yaml"):
+        build_agent(load_config(tmp_path / "bad.yaml"))

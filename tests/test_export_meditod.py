@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 
-from agent.data import load_dialogs_file, load_dialogues
+from agent.data import Utterance, load_dialogs_file, load_dialogues
 from agent.export import ExportError, Transcript, history_note, to_meditod, write_meditod
 from agent.safety import check_red_flags
 from agent.tracker import update_state
@@ -18,15 +19,12 @@ def gold():
 
 
 def transcript_of(dialogue) -> Transcript:
-    """A transcript as the graph hands it over: plain turn dicts, plus session bookkeeping keys."""
-    turns = [{"speaker": u.speaker, "text": u.text, "nlu": u.nlu, "state": u.dialog_state, "actions": u.actions,
-              "keywords": u.keywords, "index": i, "at": "2025-01-01T00:00:00Z", "latency": {"nlu": 0.1}}
-             for i, u in enumerate(dialogue.utterances)]
-    for t in turns:  # the graph leaves absent annotations out
-        for k in ("nlu", "state", "actions"):
-            if t[k] is None:
-                del t[k]
-    return Transcript.from_dicts(dialogue.dialog_id, turns)
+    """A dataset dialogue as an export transcript: its utterances are already the turn type."""
+    return Transcript(dialogue.dialog_id, copy.deepcopy(dialogue.utterances))
+
+
+def u(speaker, text, **annotations) -> Utterance:
+    return Utterance(speaker, 0, text, **annotations)
 
 
 def test_round_trip_through_the_strict_loader_equals_gold(gold, tmp_path):
@@ -67,20 +65,28 @@ def test_export_is_the_dataset_layout(gold):
 @pytest.mark.parametrize(
     ("turn", "match"),
     [
-        ({"speaker": "doctor", "text": "Hi", "nlu": [{"intent": "chit-chat"}]}, "doctor turn carries actions"),
-        ({"speaker": "patient", "text": "Hi", "actions": [{"action": "other"}]}, "patient turn carries nlu"),
-        ({"speaker": "nurse", "text": "Hi"}, "speaker must be"),
-        ({"speaker": "doctor", "text": "Hi", "actions": [{"action": "inquire", "symptom": [{"value": "fever",
-                                                          "checks": [{"type": "colour"}]}]}]},
+        (u("doctor", "Hi", nlu=[{"intent": "chit-chat"}]), "doctor turn carries actions"),
+        (u("patient", "Hi", actions=[{"action": "other"}]), "patient turn carries nlu"),
+        (u("nurse", "Hi"), "speaker must be"),
+        (u("doctor", "Hi", actions=[{"action": "inquire", "symptom": [{"value": "fever",
+                                                                     "checks": [{"type": "colour"}]}]}]),
          "0.symptom.0.checks.0.type"),
-        ({"speaker": "patient", "text": "Hi", "state": {"positive_symptoms": []}}, "positive_symptoms"),
-        ({"speaker": "patient", "text": "Hi", "mood": "fine"}, "unknown keys"),
-        ({"speaker": "patient"}, "text must be a string"),
+        (u("patient", "Hi", dialog_state={"positive_symptoms": []}), "positive_symptoms"),
+        (u("patient", None), "text must be a string"),
     ],
 )
 def test_malformed_turns_are_refused_with_a_clear_error(turn, match):
     with pytest.raises(ExportError, match=match):
-        Transcript.from_dicts("s1", [turn])
+        Transcript("s1", [turn])
+
+
+def test_a_live_turn_and_a_dataset_utterance_convert_both_ways(gold):
+    """One conversion each way (agent.graph_state.Turn <-> agent.data.Utterance), lossless on the annotations."""
+    from agent.graph_state import Turn
+
+    for utt in gold["317"].utterances:
+        back = Turn.from_utterance(utt, at="2025-01-01T00:00:00Z").to_utterance()
+        assert back.to_json() | {"keywords": utt.keywords} == utt.to_json()
 
 
 def test_duplicate_session_ids_are_refused(gold):
@@ -92,10 +98,10 @@ def test_duplicate_session_ids_are_refused(gold):
 def test_final_state_folds_nlu_when_turns_carry_no_state():
     nlu1 = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing", "onset": "2 days ago"}]}}]
     nlu2 = [{"intent": "inform", "slots": {"negative_symptom": [{"value": "fever"}]}}]
-    t = Transcript.from_dicts("s", [{"speaker": "doctor", "text": "Hello?", "actions": [{"action": "nod_prompt_salutations"}]},
-                                    {"speaker": "patient", "text": "A cough.", "nlu": nlu1},
-                                    {"speaker": "doctor", "text": "Fever?", "actions": [{"action": "inquire", "symptom": [{"value": "fever"}]}]},
-                                    {"speaker": "patient", "text": "No.", "nlu": nlu2}])
+    t = Transcript("s", [u("doctor", "Hello?", actions=[{"action": "nod_prompt_salutations"}]),
+                         u("patient", "A cough.", nlu=nlu1),
+                         u("doctor", "Fever?", actions=[{"action": "inquire", "symptom": [{"value": "fever"}]}]),
+                         u("patient", "No.", nlu=nlu2)])
     assert t.final_state() == update_state(update_state({}, nlu1), nlu2) == {
         "positive_symptom": [{"value": "coughing", "onset": "2 days ago"}], "negative_symptom": [{"value": "fever"}]}
 
@@ -128,11 +134,10 @@ def test_history_note_of_a_gold_dialogue(gold):
 
 def test_history_note_lists_red_flags():
     state = {"positive_symptom": [{"value": "chest pain"}, {"value": "dyspnea"}]}
-    turns = [{"speaker": "doctor", "text": "What brings you in?", "actions": [{"action": "nod_prompt_salutations"}]},
-             {"speaker": "patient", "text": "Chest pain and I can't breathe.", "state": state,
-              "nlu": [{"intent": "inform", "slots": state}]}]
-    flags = [vars(f) for f in check_red_flags(state)]  # as the graph stores them: plain dicts
-    note = history_note(Transcript.from_dicts("s9", turns, flags))
+    turns = [u("doctor", "What brings you in?", actions=[{"action": "nod_prompt_salutations"}]),
+             u("patient", "Chest pain and I can't breathe.", dialog_state=state,
+               nlu=[{"intent": "inform", "slots": state}])]
+    note = history_note(Transcript("s9", turns, check_red_flags(state)))
     assert "- **EMERGENCY** `chest_pain_with_dyspnea`:" in note
     assert "Evidence: chest pain (positive_symptom), dyspnea (positive_symptom)." in note
     assert "> Chest pain and I can't breathe." in note

@@ -11,9 +11,10 @@ from __future__ import annotations
 from graph_fixtures import REPO, assert_cmas_valid
 
 from agent.data import Dialogue, Utterance
+from agent.export import export_session
 from agent.graph_nodes import Agent
 from agent.safety import load_rules
-from agent.sessions import SessionStore, export_session
+from agent.sessions import SessionStore
 from agent.tracker import RuleTracker
 from policies.nlu.gold import GoldNLU
 from policies.registry import make_questionnaire, make_template_nlg

@@ -4,7 +4,6 @@ LLM at the backend boundary, named as such) and the real gate."""
 
 from __future__ import annotations
 
-import yaml
 from graph_fixtures import REPO
 
 from agent.grounding import grounded_in
@@ -13,6 +12,7 @@ from agent.protocol import ModuleOutput
 from agent.safety import admit_frames
 from agent.sessions import SessionStore
 from policies import registry
+from policies.agent_config import load_config
 
 INVENTED = [{"intent": "inform", "slots": {
     "positive_symptom": [
@@ -47,7 +47,7 @@ def test_gate_sets_aside_invented_values_and_keeps_grounded_ones():
 
 
 def test_invented_values_never_reach_the_state_through_the_graph(tmp_path, monkeypatch):
-    cfg = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
+    cfg = load_config(REPO / "configs" / "default.yaml")
     cfg["session"]["dir"] = str(tmp_path)
     # the registry's model kind builds the scripted model here: no backend is built
     monkeypatch.setitem(registry._KINDS["nlu"], "model", lambda builder, section: ScriptedModelNLU())

@@ -5,12 +5,12 @@ nothing the patient told is asked again."""
 from __future__ import annotations
 
 import pytest
-import yaml
 from graph_fixtures import REPO, assert_cmas_valid
 
 from agent import cmas
 from agent.ontology import default_vocabulary
 from agent.sessions import SessionStore
+from policies.agent_config import load_config
 from policies.questions import Question, answered
 
 SCRIPT = [
@@ -23,7 +23,7 @@ SCRIPT = [
 
 
 def run_script(tmp_path, config: str = "configs/default.yaml", lines=SCRIPT):
-    cfg = yaml.safe_load((REPO / config).read_text())
+    cfg = load_config(REPO / config)
     cfg["session"]["dir"] = str(tmp_path)
     with SessionStore(cfg) as store:
         session = store.start()
@@ -77,7 +77,7 @@ def test_scripted_interview_on_the_ensemble_through_a_real_vllm_server(tmp_path,
     """configs/ensemble.yaml's layout against a real vLLM CPU server (tiny random model with the `nlu` LoRA):
     whatever the random model writes passes grounding before it can merge, so the state is the clinical one
     plus only grounded additions, and the red flag still fires."""
-    cfg = yaml.safe_load((REPO / "configs" / "ensemble.yaml").read_text())
+    cfg = load_config(REPO / "configs" / "ensemble.yaml")
     cfg["backends"]["local"] = {"kind": "vllm-server", "url": vllm_server, "tokenizer": str(tiny_model_dir)}
     cfg["nlu"].update({"adapter": "nlu", "max_tokens": 48})
     cfg["session"]["dir"] = str(tmp_path)

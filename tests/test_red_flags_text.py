@@ -5,11 +5,11 @@ phrasing. Real graph, real SQLite sessions, real spaCy/medspaCy."""
 from __future__ import annotations
 
 import pytest
-import yaml
 from graph_fixtures import REPO
 
 from agent.safety import check_text_flags, default_rules
 from agent.sessions import SessionStore
+from policies.agent_config import load_config
 
 CASES = {
     "chest_pain_with_dyspnea": (["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
@@ -43,7 +43,7 @@ def test_every_rule_has_cases():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    cfg = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
+    cfg = load_config(REPO / "configs" / "default.yaml")
     cfg["session"]["dir"] = str(tmp_path_factory.mktemp("flags"))
     with SessionStore(cfg) as s:
         yield s

@@ -9,6 +9,7 @@ import pytest
 from agent.protocol import ModuleOutput, TurnContext
 from agent.tracker import RuleTracker
 from policies import registry
+from policies.agent_config import load_config
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy
 from policies.nlg_fallback import FallbackNLG
@@ -73,12 +74,11 @@ def test_a_researchers_module_plugs_in_by_dotted_path(tmp_path):
     out = policy.next_actions(TurnContext(turns=[("doctor", "Hello."), ("patient", "Hi.")]))
     assert out.value == [{"action": "inquire", "symptom": [{"value": "chest pain"}]}]
     # ... and runs a real interview through the graph and a SQLite session
-    import yaml
     from graph_fixtures import REPO
 
     from agent.sessions import SessionStore
 
-    cfg = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
+    cfg = load_config(REPO / "configs" / "default.yaml")
     cfg["session"]["dir"] = str(tmp_path)
     cfg["policy"] = {"kind": "test_registry:AskAbout", "symptom": "chest pain"}
     with SessionStore(cfg) as store:

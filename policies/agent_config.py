@@ -27,6 +27,7 @@ class SessionSettings(BaseModel):
     store: Literal["sqlite", "postgres"] = "sqlite"
     dir: ConfigPath | None = None  # sqlite file: <dir>/sessions.sqlite; None: the per-user data dir (agent.checkpoints)
     postgres_url: str | None = None  # or $MEDHX_POSTGRES_URL
+    pool_size: int = Field(default=8, ge=1)  # PostgreSQL connections kept by one process (psycopg_pool)
     max_turns: int = Field(default=40, ge=2)  # doctor turns, greeting and closing included
     review: bool = False  # a clinician approves / edits each doctor turn before it is sent
     turn_deadline_s: float = Field(default=60.0, gt=0)  # a module call past this falls back for the turn

@@ -21,20 +21,32 @@ import yaml
 from agent.paths import resolve_path
 from policies.agent_config import check_agent_config, load_config
 
-KINDS = ("agent", "train", "bench", "bench-speed", "serve")
+KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui")
 
 
 def config_type(raw: dict) -> str:
     """Which schema a config mapping follows (one of :data:`KINDS`), recognised from its keys."""
-    if "agent" in raw and "output_dir" in raw:
+    keys = set(raw)
+    if "agent" in keys and "output_dir" in keys and "interviews" not in keys:
         return "bench"
-    if "nlu" in raw or "policy" in raw or "nlg" in raw:
+    if "nlu" in keys or "policy" in keys or "nlg" in keys:
         return "agent"
-    if {"peft", "train", "tasks", "adapter_name"} & set(raw):
+    if {"peft", "train", "tasks", "adapter_name"} & keys:
         return "train"
-    if {"bench_speed", "probe", "hf", "hf_batched", "constrained", "live"} & set(raw):
+    if {"bench_speed", "probe", "hf", "hf_batched", "constrained", "live"} & keys:
         return "bench-speed"
-    return "serve"
+    if "agents" in keys:
+        return "simulate"
+    if "interviews" in keys:
+        return "load-bench"
+    if keys == {"ui"}:
+        return "ui"
+    from models.serve import ServeConfig
+
+    if "serve" in keys or keys <= set(ServeConfig.model_fields):
+        return "serve"
+    raise ValueError(f"keys {sorted(keys)[:8]} match no medhx config type (a lexicon or rules file is data, not a "
+                     f"config); name the type with --type ({', '.join(KINDS)})")
 
 
 def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
@@ -63,20 +75,29 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
 
         return kind, load_train(p).model_dump()
     if kind == "serve":
-        from models.serve import DEFAULTS
+        from models.serve import read_serve_config
 
-        section = raw.get("serve", raw)
-        unknown = sorted(set(section) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"{p}: unknown serve config keys {unknown} (allowed: {sorted(DEFAULTS)})")
-        return kind, {**DEFAULTS, **section}
+        return kind, read_serve_config(p).model_dump()
+    if kind == "simulate":
+        from eval.simulate import load_simulate_config
+
+        return kind, load_simulate_config(p)[0].model_dump()
+    if kind == "load-bench":
+        from eval.load_bench import load_config as load_load_bench
+
+        return kind, load_load_bench(p).model_dump()
+    if kind == "ui":
+        from ui.settings import load_ui_settings
+
+        return kind, {"ui": load_ui_settings(p).model_dump()}
     raise ValueError(f"unknown config type {kind!r}; use one of {', '.join(KINDS)}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("config", help="validate any config (agent, train, bench, bench-speed, serve) or print it with defaults")
+    p = sub.add_parser("config", help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, ui) or print it "
+                       "with defaults")
     csub = p.add_subparsers(dest="config_command", required=True)
-    for name, help_ in (("check", "validate; exit 2 with the key path on an error"),
+    for name, help_ in (("check", "validate; exit 1 with the key path on an error"),
                         ("show", "print the config with every default filled in")):
         c = csub.add_parser(name, help=help_)
         c.add_argument("file")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent import safety
 from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_against, resolve_path, resolve_paths
+from models.serve import check_serve_config
 from policies.registry import DEFAULT_DST, ROLES, check_section, resolve_section
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "default.yaml"
@@ -77,6 +78,8 @@ def resolve_agent_paths(config: dict, base: Path) -> dict:
             spec = dict(spec)
             if isinstance(spec.get("launch"), str):
                 spec["launch"] = resolve_against(spec["launch"], base)
+            elif isinstance(spec.get("launch"), dict):  # an inline serve config: its adapter dirs are ours to resolve
+                spec["launch"] = check_serve_config(spec["launch"], base).model_dump()
             for key in ("model", "tokenizer"):
                 if isinstance(spec.get(key), str):
                     spec[key] = resolve_against(spec[key], base, exists_only=True)

@@ -138,17 +138,22 @@ def test_bench_config_rejects_unknown_keys(tmp_path):
 @pytest.mark.slow
 def test_smoke_bench_on_the_embedded_model(tmp_path):
     """configs/bench/smoke.yaml as shipped (embedded SmolLM2, in-context prompts, a vLLM CPU server the bench starts
-    and stops), two turns a task on a free port: every artifact is written."""
+    and leaves running), two turns a task on a free port: every artifact is written."""
     from vllm_fixtures import free_port
 
-    cfg = yaml.safe_load((REPO / "configs" / "bench" / "smoke.yaml").read_text())
-    cfg["agent"]["backends"]["local"]["url"] = f"http://127.0.0.1:{free_port()}"
+    from models.serve import Endpoint, stop_server
+
+    cfg = load_config(REPO / "configs" / "bench" / "smoke.yaml").model_dump()  # its paths resolved: copied elsewhere
+    url = cfg["agent"]["backends"]["local"]["url"] = f"http://127.0.0.1:{free_port()}"
     cfg["limit"] = 2
     cfg["match"] = ["exact", "synonym"]
     cfg["output_dir"] = str(tmp_path / "smoke")
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    text = finish(bench(path))
+    try:
+        text = finish(bench(path))
+    finally:  # the launched server outlives the bench (no client stops it): `medhx serve stop` does
+        stop_server(Endpoint.from_url(url))
     out = tmp_path / "smoke"
     for name in ("metrics.json", "report.md", "provenance.json", "metrics_vs_paper.png", "latency.png",
                  "predictions/nlu.jsonl", "predictions/pol.jsonl", "predictions/nlg.jsonl"):

@@ -109,10 +109,13 @@ def test_serve_command_line_and_environment(tmp_path):
     assert "--enable-lora --max-lora-rank 16 --max-loras 3 --lora-modules nlu=/a/nlu pol=/a/pol" in joined
     assert "--enforce-eager" in cmd
     assert cmd[cmd.index("--structured-outputs-config") + 1] == '{"backend": "guidance", "disable_any_whitespace": true}'
-    assert joined.endswith("--tensor-parallel-size 2 --enable-prefix-caching")
-    env = server.environment()
+    # Engine arguments pass through; request logging (prompts are patient text) is pinned off after them.
+    assert joined.endswith("--tensor-parallel-size 2 --enable-prefix-caching --no-enable-log-requests")
+    env = server.environment("k3y")
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert (env["VLLM_CPU_KVCACHE_SPACE"], env["VLLM_CPU_OMP_THREADS_BIND"]) == ("1", "0-1")
+    # The API key travels in the environment, not on the command line every local user can read.
+    assert env["VLLM_API_KEY"] == "k3y" and "k3y" not in joined and "--api-key" not in cmd
     assert server.url == "http://127.0.0.1:18123"
 
 

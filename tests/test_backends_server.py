@@ -118,7 +118,8 @@ def test_down_server_is_a_clear_error_and_retries_recover_after_restart(vllm_ser
             impatient.generate([GenerationRequest(prompt, adapter="nlu", max_tokens=10)])
 
     outcome: dict = {}
-    patient = make_backend({"kind": "vllm-server", "url": url, "retries": 30, "backoff_s": 0.5, "max_backoff_s": 4.0})
+    # A restart takes a minute or more on CPU: a deadline that covers it (the default, 60 s, bounds a live turn).
+    patient = make_backend({"kind": "vllm-server", "url": url, "deadline_s": 300, "backoff_s": 0.5, "max_backoff_s": 4.0})
 
     def run() -> None:
         try:

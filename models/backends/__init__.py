@@ -19,13 +19,7 @@ def make_backend(cfg: dict) -> Backend:
     if kind == "vllm-server":
         from models.backends.vllm_server import VLLMServerBackend
 
-        launch = cfg.pop("launch", None)
-        backend = VLLMServerBackend(**cfg)
-        if launch:
-            from models.serve import ensure_server
-
-            backend.owned_server = ensure_server(launch, backend.url)
-        return backend
+        return VLLMServerBackend(**cfg)  # a ``launch:`` serve config is the backend's own setting
     if kind == "vllm-offline":
         from models.backends.vllm_offline import VLLMOfflineBackend
 

@@ -34,7 +34,11 @@ class GenerationResult:
 
 
 class BackendError(RuntimeError):
-    """The backend cannot serve the request (server down, unknown adapter, ...), with a clear message."""
+    """The backend cannot serve the request (server down, unknown adapter, ...), with a clear message.
+
+    The message says what failed (status code, which request, lengths) and never quotes a prompt or a
+    model output: both are patient text, and errors end up in logs and on screens. Details go to DEBUG logging.
+    """
 
 
 @runtime_checkable

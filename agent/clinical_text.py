@@ -44,6 +44,8 @@ class Found:
     sent: int  # sentence index in the text
     start: int  # token index
     sentence: str
+    char_start: int = 0  # where the match lies in ``sentence`` (characters)
+    char_end: int = 0
 
 
 class PhraseFinder:
@@ -91,5 +93,7 @@ class PhraseFinder:
             sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
             kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start}
             status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
-            out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text))
+            offset = sents[sent].start_char
+            out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
+                             ent.start_char - offset, ent.end_char - offset))
         return out, [s.text for s in sents]

@@ -125,3 +125,39 @@ def test_every_emitted_value_resolves_in_the_vocabulary(nlu):
     for term in nlu.lexicon.terms:
         base = "medical_history" if term.base == "condition" else term.base
         assert vocab.known(base, term.value) or vocab.code(base, term.value) is not None, term
+
+
+def item(s: dict, name: str, value: str) -> dict:
+    return next(it for it in s.get(name) or [] if it["value"] == value)
+
+
+def test_each_symptom_keeps_its_own_details_in_a_sentence_that_names_several(nlu):
+    """What a clinician reads in the state: the fever started yesterday, the cough a week ago; the sputum is green
+    but not "sharp"; deep breathing worsens the chest pain, not the phlegm."""
+    s = slots(nlu.frames("I have had a fever since yesterday and a cough for about a week."))
+    assert item(s, "positive_symptom", "fever")["onset"] == "since yesterday"
+    assert item(s, "positive_symptom", "coughing")["onset"] == "a week ago"
+    s = slots(nlu.frames("The cough brings up green phlegm, and I get a sharp pain in my chest when I breathe in."))
+    sputum = item(s, "positive_symptom", "colored/excess sputum")
+    assert sputum == {"value": "colored/excess sputum", "color": "green"}
+    assert item(s, "positive_symptom", "chest pain")["aggravating_factor"] == ["deep breathing"]
+    assert item(s, "positive_symptom", "coughing")["positive_characteristics"] == ["wet cough"]
+    # a time said once after several symptoms dates the earlier ones too
+    s = slots(nlu.frames("I've had a cough and fever for a week."))
+    assert {it["onset"] for it in s["positive_symptom"]} == {"a week ago"}
+    s = slots(nlu.frames("This cough has been getting worse, and I've been short of breath for the last few months."))
+    assert item(s, "positive_symptom", "coughing")["onset"] == "few months ago"
+
+
+def test_denying_blood_in_the_sputum_does_not_deny_the_cough(nlu):
+    s = slots(nlu.frames("No, I have not coughed up any blood and I am not short of breath."))
+    assert values(s, "negative_symptom") == {"hemoptysis", "dyspnea"}
+    assert "coughing" not in values(s, "negative_symptom") | values(s, "positive_symptom")
+
+
+def test_the_pain_is_the_pain_already_discussed_and_flu_is_history(nlu):
+    state = {"positive_symptom": [{"value": "chest pain"}]}
+    s = slots(nlu.frames("I had the flu last winter. I take ibuprofen for the pain.", state=state))
+    assert values(s, "positive_medical_history") == {"influenza"}
+    assert item(s, "positive_medication", "nsaids")["respone_to"] == "chest pain"
+    assert "pain" not in values(s, "positive_symptom")

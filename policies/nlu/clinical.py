@@ -47,6 +47,9 @@ class Mention:
     sent: int
     start: int
     relation: str | None = None
+    sentence: str = ""  # the sentence as written
+    char_start: int = 0  # the mention's place in it
+    char_end: int = 0
 
 
 @dataclass
@@ -79,6 +82,44 @@ class Frame:
             if rec:
                 out[base] = [rec]
         return out
+
+
+_COORDINATED = re.compile(r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:a|an|the|some|my|any|also)?\s*$", re.I)
+_BOUNDARY = re.compile(r"[,;:]|\b(?:and|but|or|while|whereas|plus|then|also|as well as)\b", re.I)
+
+
+def segments(mentions: list[Mention]) -> dict[int, str]:
+    """The part of its sentence that each mention's attributes are read from, by ``id(mention)``.
+
+    A sentence that names several things says each one's details next to it: "a fever since yesterday and a cough
+    for about a week" gives the fever "since yesterday" and the cough "about a week". The words between two
+    mentions are split at the last clause boundary between them (a comma, "and", "but"...): what precedes it
+    belongs to the first, the rest (pre-modifiers such as "green" in "green phlegm") to the second. Mentions joined
+    by a bare conjunction ("a cough and fever for a week") are one group and share their words."""
+    out: dict[int, str] = {}
+    by_sent: dict[int, list[Mention]] = {}
+    for m in mentions:
+        by_sent.setdefault(m.sent, []).append(m)
+    for ms in by_sent.values():
+        ms = sorted(ms, key=lambda m: m.char_start)
+        sentence = ms[0].sentence
+        groups: list[list[Mention]] = [[ms[0]]]
+        cuts = [0]
+        for prev, nxt in zip(ms, ms[1:], strict=False):
+            gap = sentence[prev.char_end:nxt.char_start]
+            if nxt.char_start <= prev.char_end or _COORDINATED.match(gap):
+                groups[-1].append(nxt)
+                continue
+            bounds = list(_BOUNDARY.finditer(gap))
+            last = bounds[-1] if bounds else None
+            cuts.append(prev.char_end + (last.start() if last else 0))
+            groups.append([nxt])
+        cuts.append(len(sentence))
+        for i, group in enumerate(groups):
+            part = sentence[cuts[i]:cuts[i + 1]]
+            for m in group:
+                out[id(m)] = attr.clean(part)
+    return out
 
 
 def _set(item: dict, key: str, value: object) -> None:
@@ -119,7 +160,7 @@ class ClinicalNLU:
             elif relation and base == "symptom":
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
-            out.append(Mention(base, value, f.status, f.sent, f.start, relation))
+            out.append(Mention(base, value, f.status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
         return out, [attr.clean(s) for s in sents]
 
     def _relation(self, sentence: str) -> str | None:
@@ -182,6 +223,7 @@ class ClinicalNLU:
         asked = self.asked_items(last_actions or [])
         if doctor and re.search(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b", doctor.lower()):
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
+        self._resolve_pain(mentions, state)
         for m in mentions:
             item = frame.item(m.base, m.value, self._status(m, state))
             if m.base == "family_history" and m.relation:
@@ -194,6 +236,20 @@ class ClinicalNLU:
         if slots:
             return cmas.parse_nlu([{"intent": "inform", "slots": slots}])
         return cmas.parse_nlu([{"intent": self._intent(whole)}])
+
+    @staticmethod
+    def _resolve_pain(mentions: list[Mention], state: dict) -> None:
+        """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the
+        latest one in the state ("I take ibuprofen for the pain" after chest pain is about the chest pain)."""
+        specific = [m.value for m in mentions if m.base == "symptom" and m.value != "pain" and "pain" in m.value]
+        known = [it["value"] for it in state.get("positive_symptom") or [] if "pain" in str(it.get("value", ""))
+                 and it.get("value") != "pain"]
+        target = specific[0] if specific else known[-1] if known else None
+        if target is None:
+            return
+        for m in mentions:
+            if m.base == "symptom" and m.value == "pain":
+                m.value = target
 
     def _drop_known(self, frame: Frame, state: dict, asked: list) -> None:
         """What the state already holds is no news: a re-mention with nothing new is not an inform (MediTOD
@@ -257,18 +313,25 @@ class ClinicalNLU:
         by_sent: dict[int, list[Mention]] = {}
         for m in mentions:
             by_sent.setdefault(m.sent, []).append(m)
+        part = segments(mentions)
         last_symptoms: list[Mention] = []
-        for i, clause in enumerate(sents):
+        for i, sentence in enumerate(sents):
             here = by_sent.get(i, [])
-            symptoms = [m for m in here if m.base == "symptom" and m.status != "negative"] or (
-                last_symptoms if not here else [])
-            for m in symptoms:
+            symptoms = [m for m in here if m.base == "symptom" and m.status != "negative"]
+            carried = not here and last_symptoms  # "It started a week ago." is about what was just named
+            for m in symptoms or (last_symptoms if carried else []):
                 item = frame.item("symptom", m.value, self._status(m, state))
+                clause = sentence if carried else part.get(id(m), sentence)
                 for k, v in self._symptom_attributes(clause, m.value, asked_checks).items():
                     _set(item, k, v)
+            self._share_trailing_time(frame, symptoms, state)
+            values = {m.value for m in symptoms}
+            if "coughing" in values and any(self.vocab.same("symptom", v, "colored/excess sputum") for v in values):
+                _set(frame.item("symptom", "coughing", "positive"), "positive_characteristics", ["wet cough"])
             if symptoms:
                 last_symptoms = symptoms
             for m in here:
+                clause = part.get(id(m), sentence)
                 if m.base == "habit" and m.status == "positive":
                     item = frame.item("habit", m.value, "positive")
                     _set(item, "frequency", attr.frequency(clause))
@@ -279,12 +342,25 @@ class ClinicalNLU:
                     _set(item, "frequency", attr.frequency(clause))
                     if re.search(r"\b(help|helps|helped|helping|work|worked|better|difference|relief)\b", clause):
                         _set(item, "impact", attr.impact(clause))
+                    # what it is taken for is named after "for", usually outside the medication's own words
                     cond = [x for x in here if x.base in ("medical_history", "symptom") and x.status == "positive"]
-                    if cond and re.search(r"\bfor\b", clause):
+                    if cond and re.search(r"\bfor\b", sentence):
                         _set(item, "respone_to", cond[0].value)
                 elif m.base == "exposure":
                     item = frame.item("exposure", m.value, m.status)
                     _set(item, "where", attr.where(clause))
+
+    def _share_trailing_time(self, frame: Frame, symptoms: list[Mention], state: dict) -> None:
+        """"A cough that's been getting worse, and short of breath for the last few months": a time said once, after
+        several symptoms, dates the earlier ones that have no time of their own. Only onset travels back, and only
+        to symptoms named before it in the same sentence (a later symptom's "since yesterday" stays its own)."""
+        ordered = sorted(symptoms, key=lambda m: m.char_start)
+        items = [frame.item("symptom", m.value, self._status(m, state)) for m in ordered]
+        for i, item in enumerate(items):
+            if "onset" in item:
+                for earlier in items[:i]:
+                    earlier.setdefault("onset", item["onset"])
+                break
 
     # ------------------------------------------------------------------ records
 

@@ -52,6 +52,7 @@ class QuestionnaireConfig:
     secondary_checks: tuple[str, ...]
     location_for: tuple[str, ...]
     extra_checks: dict[str, tuple[str, ...]]
+    skip_checks: dict[str, tuple[str, ...]]
     check_values: dict[str, dict[str, tuple[str, ...]]]
     systems: dict[str, list[Question]]
     related_systems: dict[str, tuple[str, ...]]
@@ -126,7 +127,8 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
     if unknown := set(raw) - known:
         raise _fail(str(path), f"unknown keys {sorted(unknown)}")
     hpi = raw.get("hpi") or {}
-    if unknown := set(hpi) - {"checks", "secondary_checks", "location_for", "extra_checks", "check_values"}:
+    if unknown := set(hpi) - {"checks", "secondary_checks", "location_for", "extra_checks", "skip_checks",
+                                "check_values"}:
         raise _fail("hpi", f"unknown keys {sorted(unknown)}")
     n = raw.get("questions_per_turn", 2)
     if not isinstance(n, int) or n < 1:
@@ -169,6 +171,10 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         extra_checks={
             _value("symptom", k, vocab, "hpi.extra_checks"): _checks("symptom", v, f"hpi.extra_checks.{k}")
             for k, v in (hpi.get("extra_checks") or {}).items()
+        },
+        skip_checks={
+            _value("symptom", k, vocab, "hpi.skip_checks"): _checks("symptom", v, f"hpi.skip_checks.{k}")
+            for k, v in (hpi.get("skip_checks") or {}).items()
         },
         check_values={
             _value("symptom", k, vocab, "hpi.check_values"): _check_values(v, f"hpi.check_values.{k}")
@@ -231,6 +237,7 @@ class QuestionnairePolicy:
         screening (``secondary``) gets the shorter ``secondary_checks`` list."""
         value, cfg = item["value"], self.config
         extra = self._lookup(cfg.extra_checks, value) or ()
+        skip = set(self._lookup(cfg.skip_checks, value) or ())
         values = self._lookup(cfg.check_values, value) or {}
         order = cfg.secondary_checks if secondary else cfg.hpi_checks
         checks: list[str] = []
@@ -242,7 +249,7 @@ class QuestionnairePolicy:
                 checks.extend(extra)
         if "characteristics" not in order and not secondary:
             checks.extend(extra)
-        return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks)]
+        return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks) if c not in skip]
 
     def candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
         state, cfg = ctx.state, self.config

@@ -160,9 +160,17 @@ def test_symptom_found_by_screening_gets_its_own_short_history_next(policy):
                                        first_state={"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}]})
     i = next(i for i, a in enumerate(past) if any(q.value == "fever" and q.check is None for q in questions_of(a)))
     assert stages[i + 1] == "hpi"
-    # secondary_checks: onset, location (not for fever), severity, progression
+    # secondary_checks: onset, location (not for fever), severity (skipped for fever: skip_checks), progression
     assert past[i + 1] == [{"action": "inquire", "symptom": [{"value": "fever", "checks": [
-        {"type": "onset"}, {"type": "severity"}]}]}]
+        {"type": "onset"}, {"type": "progression"}]}]}]
+
+
+def test_no_question_a_clinician_would_not_ask_of_the_symptom(policy):
+    """skip_checks: nobody is asked to describe their fever or rate their night sweats from 1 to 10."""
+    fever = [q.check for q in policy.hpi_questions({"value": "fever"})]
+    assert "characteristics" not in fever and "severity" not in fever and "ana_factors" not in fever
+    assert fever[0] == "onset"
+    assert "severity" in [q.check for q in policy.hpi_questions({"value": "chest pain"})]
 
 
 # --------------------------------------------------------------------------- never asks what is known, never repeats

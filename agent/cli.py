@@ -2,6 +2,10 @@
 
 Each module named here exposes ``add_parser(subparsers)``; heavy imports (torch,
 vllm, gradio) stay inside the command functions so ``medhx --help`` is instant.
+
+Exit codes: 0 done; 1 a runtime error (server down, timeout, database unreachable, a bad config key, a missing
+file), reported as one line ``medhx COMMAND: error: ...`` on stderr, the traceback only with ``-v``; 2 a usage error
+(argparse: unknown command, missing or bad argument); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -45,16 +49,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXPECTED = (ValueError, OSError, RuntimeError)
+"""Errors a command raises with a message meant for the user (bad config or input, a file, a server, a database,
+a session; ``ConnectionError`` and ``TimeoutError`` are ``OSError``s). Anything else is a bug: its type is named."""
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for the user: the message with its line breaks folded (psycopg, pydantic and servers write several)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return message if isinstance(exc, EXPECTED) else f"{type(exc).__name__}: {message} (medhx -v shows the traceback)"
+
+
+OWN_LOGGERS = ("agent", "models", "policies", "eval", "ui", "medhx", "__main__")
+
+
+def _quiet_libraries(record: logging.LogRecord) -> bool:
+    """Without ``-v``, other libraries speak only for errors: a database driver's retry warnings (several lines
+    each) must not bury the one line that says what went wrong."""
+    return record.levelno >= logging.ERROR or record.name.split(".")[0] in OWN_LOGGERS
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # a usage error exits 2 here, with argparse's usage line
+    root = logging.getLogger()
+    theirs = list(root.handlers)  # a host's handlers (pytest's, an application's) are left as they are
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        for handler in root.handlers:
+            if handler not in theirs:
+                handler.addFilter(_quiet_libraries)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, ConnectionError, RuntimeError) as exc:
-        print(f"medhx {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:
+        if args.verbose:
+            logging.getLogger("medhx").exception("medhx %s failed", args.command)
+        print(f"medhx {args.command}: error: {error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

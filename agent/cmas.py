@@ -398,8 +398,11 @@ def parse_actions_lenient(obj: Any) -> Lenient:
                     if item is not None:
                         extra[f"{i}.{slot}.{j}"] = it
                     continue
-                checks = []
-                for k, chk in enumerate(item.get("checks") or []):
+                checks, written = [], item.get("checks") or []
+                if not isinstance(written, list):  # a check list that is not a list is set aside whole
+                    extra[f"{i}.{slot}.{j}.checks"] = written
+                    written = []
+                for k, chk in enumerate(written):
                     chk = _keep_known(chk, {"type", "values"}, f"{i}.{slot}.{j}.checks.{k}", extra)
                     if chk and chk.get("type") in SLOTS[slot].check_types:
                         checks.append(chk)

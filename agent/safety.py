@@ -228,7 +228,9 @@ _INJECTION = [
 
 def clean_patient_text(text: str, max_chars: int = MAX_PATIENT_CHARS) -> str:
     """Patient text as it may enter a prompt: NFC, no control or bidi-override characters, bounded length.
-    Nothing else changes: the words are the patient's and stay so."""
+    A lone UTF-16 surrogate (``"\\ud800"``: not a character, and no session store can encode it) becomes U+FFFD; a
+    well-formed pair becomes its character. Nothing else changes: the words are the patient's and stay so."""
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     text = _CONTROL.sub("", unicodedata.normalize("NFC", text)).strip()
     return text[:max_chars]
 

@@ -4,8 +4,9 @@ Order for NLU / POL outputs:
 1. strict: the text is JSON and fits CMAS (``agent.cmas.parse_nlu`` / ``parse_actions``);
 2. repair (once): extract the JSON block from prose or code fences, turn single-quoted
    strings into JSON strings, drop trailing commas, cut a truncated tail back to the last
-   complete value and close the brackets, wrap a lone object in a list, and convert
-   status-as-attribute slots into prefix form; then strict again;
+   complete value and close the brackets, wrap a lone object in a list, merge a key written
+   twice in one object (strict parsing refuses it: JSON would silently keep only the last), and
+   convert status-as-attribute slots into prefix form; then strict again;
 3. lenient: keep what fits, set the rest aside in ``extra`` (by path);
 4. otherwise a format error, with the reason. Nothing is dropped without a trace.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,76 @@ from typing import Any
 from agent import cmas
 
 JSON_TASKS = ("nlu", "pol")
+MAX_DEPTH = 32  # CMAS nests 6 deep; deeper output is not CMAS, and ~250 levels break the checkpoint serialiser
+MAX_CUTS = 64  # truncation repair tries the last this many cut points: bounded work on a 100 KB output
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates (no character, and not encodable as UTF-8, so a session store cannot
+    write them) replaced by U+FFFD; a well-formed surrogate pair becomes its character."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class JSONError(ValueError):
+    """Text that does not load as JSON: bad syntax, a duplicated key (strict), nesting deeper than
+    :data:`MAX_DEPTH`, or a number Python will not convert."""
+
+
+def _depth(obj: Any) -> int:
+    """Nesting depth of lists and dicts, walked without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise JSONError(f"key {k!r} written twice in one object")
+        out[k] = v
+    return out
+
+
+def _merge_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    """A key written twice: lists are concatenated, objects merged, otherwise the last value wins."""
+    out: dict = {}
+    for k, v in pairs:
+        old = out.get(k)
+        if k in out and isinstance(old, list) and isinstance(v, list):
+            out[k] = old + v
+        elif k in out and isinstance(old, dict) and isinstance(v, dict):
+            out[k] = _merge_duplicates([*old.items(), *v.items()])
+        else:
+            out[k] = v
+    return out
+
+
+def loads(text: str, merge_duplicates: bool = False) -> Any:
+    """``json.loads`` that fails only with :class:`JSONError` (never RecursionError, never a bare ValueError) and
+    refuses what JSON accepts but CMAS output must not have: duplicated keys (unless merged) and deep nesting."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_merge_duplicates if merge_duplicates else _reject_duplicates)
+    except JSONError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"{exc.msg} at char {exc.pos}") from None
+    except RecursionError:
+        raise JSONError("nested too deeply to parse") from None
+    except ValueError as exc:  # an integer longer than Python converts
+        raise JSONError(str(exc)) from None
+    if _depth(obj) > MAX_DEPTH:
+        raise JSONError(f"nested deeper than {MAX_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(text):  # "\ud800" escapes load as lone surrogates: make them U+FFFD
+        obj = json.loads(valid_unicode(json.dumps(obj, ensure_ascii=False)))
+    return obj
 
 
 @dataclass
@@ -154,23 +226,30 @@ def close_truncated(text: str) -> Any:
 
     Candidate cut points are just after a closing bracket or just before a comma (outside
     strings); the longest candidate that parses wins, so a half-written value is dropped
-    rather than kept truncated. Raises ``ValueError`` when no prefix parses.
+    rather than kept truncated. Only the last :data:`MAX_CUTS` are tried: a truncation needs the
+    last one or two, and trying every cut of a long output with an early error is quadratic.
+    Raises ``ValueError`` when no prefix parses.
     """
-    stack: list[str] = []
-    cuts: list[tuple[int, str]] = []
+    # the open brackets as a linked list (innermost, rest): each cut keeps a snapshot in O(1), however deep
+    opened: tuple | None = None
+    cuts: deque[tuple[int, tuple | None]] = deque(maxlen=MAX_CUTS)
     for i, ch in _outside_strings(text):
         if ch in "[{":
-            stack.append(ch)
+            opened = (ch, opened)
         elif ch in "]}":
-            if stack:
-                stack.pop()
-            cuts.append((i + 1, "".join(_CLOSER[b] for b in reversed(stack))))
+            if opened:
+                opened = opened[1]
+            cuts.append((i + 1, opened))
         elif ch == ",":
-            cuts.append((i, "".join(_CLOSER[b] for b in reversed(stack))))
-    for end, closing in reversed(cuts):
+            cuts.append((i, opened))
+    for end, still_open in reversed(cuts):
+        closing = []
+        while still_open:
+            closing.append(_CLOSER[still_open[0]])
+            still_open = still_open[1]
         try:
-            return json.loads(text[:end] + closing)
-        except json.JSONDecodeError:
+            return loads(text[:end] + "".join(closing), merge_duplicates=True)
+        except JSONError:
             continue
     raise ValueError("no complete JSON value before the truncation")
 
@@ -194,7 +273,7 @@ def to_prefix_form(frames: list[Any]) -> tuple[list[Any], bool]:
             continue
         try:
             converted = cmas.from_status_attribute(attr_form)
-        except (cmas.CMASError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError):  # items that are not status-attribute objects
             out.append(frame)
             continue
         merged = {k: v for k, v in slots.items() if k not in attr_form}
@@ -223,10 +302,14 @@ def repair(text: str, task: str) -> tuple[Any, list[str]]:
     block, more = normalise_quotes_and_commas(block)
     fixes += more
     try:
-        obj = json.loads(block)
-    except json.JSONDecodeError:
-        obj = close_truncated(block)
-        fixes.append("closed_truncation")
+        obj = loads(block)
+    except JSONError:
+        try:
+            obj = loads(block, merge_duplicates=True)
+            fixes.append("merged_duplicate_keys")
+        except JSONError:
+            obj = close_truncated(block)
+            fixes.append("closed_truncation")
     obj, wrapped = _as_list(obj, task)
     if wrapped:
         fixes.append("wrapped_object")
@@ -247,6 +330,7 @@ def _strict(task: str, obj: Any) -> list[dict]:
 def parse_output(task: str, text: str, status_attribute: bool = False) -> ParseResult:
     """Parse one model output. ``status_attribute``: the prompt asked for attribute-form NLU
     slots (the in-context format), so converting them is the expected path, not a repair."""
+    text = valid_unicode(text)
     if task == "nlg":
         utterance = text.strip()
         if not utterance:
@@ -257,12 +341,12 @@ def parse_output(task: str, text: str, status_attribute: bool = False) -> ParseR
 
     first_error: str
     try:
-        obj = json.loads(text)
+        obj = loads(text)
         if status_attribute and task == "nlu" and isinstance(obj, list):
             obj, _ = to_prefix_form(obj)
         return ParseResult(_strict(task, obj), valid=True)
-    except json.JSONDecodeError as exc:
-        first_error = f"not JSON: {exc.msg} at char {exc.pos}"
+    except JSONError as exc:
+        first_error = f"not JSON: {exc}"
     except cmas.CMASError as exc:
         first_error = f"schema: {exc}"
 

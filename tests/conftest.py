@@ -3,15 +3,47 @@
 The model is built locally (no hub): 2 layers, hidden 128, 2 heads of 64 (vLLM's CPU
 attention needs head_dim >= 32), SmolLM2's tokenizer. fp32 everywhere so greedy token
 ids can be compared across hf, vllm-offline and vllm-server.
+
+Under CI (``$CI`` set) the suite cannot silently skip what it claims: a test marked ``vllm``, ``postgres`` or
+``browser`` that skips (its component missing) fails instead, and each such test carries a ``real_components``
+property into the JUnit report, which ``.ci/run`` checks again (``.ci/check_skips.py``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 from vllm_fixtures import ADAPTER_SEEDS, LORA_RANK, free_port, tiny_serve_config
+
+REAL_COMPONENTS = ("vllm", "postgres", "browser")
+"""Markers of tests that claim a real component: under CI such a test must run."""
+
+
+def _claims(item: pytest.Item) -> list[str]:
+    return [m for m in REAL_COMPONENTS if item.get_closest_marker(m) is not None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if claimed := _claims(item):
+            item.user_properties.append(("real_components", ",".join(claimed)))  # into the JUnit XML report
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Under CI, a skip (in setup or in the test) of a test that claims a real component is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail")):
+        return
+    if claimed := _claims(item):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = (f"CI is set: this test needs a real {' and '.join(claimed)} and may not skip "
+                           f"({reason})")
 
 
 @pytest.fixture(scope="session")

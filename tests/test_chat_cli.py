@@ -75,10 +75,10 @@ def test_chat_cli_with_a_model_nlu(tmp_path, tiny_model_dir):
 
 def test_chat_without_cli_flag_is_a_clear_error(tmp_path):
     r = run_medhx("chat", "--config", str(write_config(tmp_path / "a.yaml", gold_config(tmp_path))))
-    assert r.returncode == 2 and "medhx chat --cli" in r.stderr
+    assert r.returncode == 1 and "medhx chat --cli" in r.stderr
 
 
 @pytest.mark.parametrize("missing", ["configs/nope.yaml"])
 def test_chat_with_missing_config_is_a_clear_error(missing):
     r = run_medhx("chat", "--cli", "--config", missing)
-    assert r.returncode == 2 and "nope.yaml" in r.stderr
+    assert r.returncode == 1 and "nope.yaml" in r.stderr

@@ -75,7 +75,7 @@ def test_tiny_model_interview_hf_hybrid_policy_model_nlg(tmp_path, tiny_model_di
     for d in st.doctor_turns()[1:]:
         # random weights, unconstrained on hf: never JSON, so the hybrid policy fell back, saying why
         assert d.meta["policy"] == "hybrid" and d.meta["source"] == "questionnaire", d.meta
-        assert d.meta["fallback"].startswith("format_error"), d.meta
+        assert d.meta["fallback"]["policy"].startswith("format_error"), d.meta
     nodes = [e["node"] for e in events if e["type"] == "update"]
     assert nodes[:8] == ["patient", "nlu", "track", "safety", "policy", "nlg", "review", "speak"]
 

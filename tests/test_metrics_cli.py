@@ -64,7 +64,7 @@ def test_malformed_prediction_file_is_a_clear_error(capsys, tmp_path):
     pred = tmp_path / "bad.jsonl"
     pred.write_text('{"dialog_id": "317", "uttr_id": 1, "prediction": []}\n{oops\n')
     code, _, err = run(capsys, "nlu", "--data", DATA, "--split", "valid", "--pred", str(pred))
-    assert code == 2 and f"{pred}:2: not JSON" in err
+    assert code == 1 and f"{pred}:2: not JSON" in err
     pred.write_text('{"dialog_id": "317", "uttr_id": 1}\n{"dialog_id": "317", "uttr_id": 1}\n')
     code, _, err = run(capsys, "nlu", "--data", DATA, "--split", "valid", "--pred", str(pred))
-    assert code == 2 and "second prediction for dialogue 317 turn 1" in err
+    assert code == 1 and "second prediction for dialogue 317 turn 1" in err

@@ -32,6 +32,6 @@ def test_predict_then_score(tiny_model_dir, tiny_adapters, tmp_path, capsys):
     assert report["turns"] == 53 and report["missing_predictions"] == 50
     assert report["format_errors"] >= 50  # the 50 turns without a prediction, plus any unparseable ones
 
-    # a module that is not an LLM cannot predict: a clear error, exit code 2
-    assert main(["predict", "--config", str(cfg), "--task", "pol", "--split", "valid", "--out", str(out)]) == 2
+    # a module that is not an LLM cannot predict: a clear error, exit code 1
+    assert main(["predict", "--config", str(cfg), "--task", "pol", "--split", "valid", "--out", str(out)]) == 1
     assert "kind: model" in capsys.readouterr().err

@@ -214,7 +214,7 @@ def test_sessions_cli_list_show_export_delete(tmp_path):
     r = run_medhx("sessions", "--config", str(path), "delete", "s1")
     assert r.returncode == 0
     r = run_medhx("sessions", "--config", str(path), "show", "s1")
-    assert r.returncode == 2 and "no session 's1'" in r.stderr
+    assert r.returncode == 1 and "no session 's1'" in r.stderr
 
 
 def test_agent_config_is_checked(tmp_path):

@@ -14,7 +14,8 @@ so listing sessions never scans checkpoints.
 A turn holds the session's lock for as long as it runs, so two processes (two app replicas, two browser tabs)
 driving one session cannot both run a turn: the second gets :class:`SessionBusy` at once. SQLite sessions lock
 with ``flock`` on a file per session (released by the kernel if the process dies); PostgreSQL sessions with an
-advisory lock held on a pooled connection (released by the server when that connection goes).
+advisory lock on one connection per process kept for locks alone (released by the server when that connection
+goes), so a running turn holds no pooled connection.
 """
 
 from __future__ import annotations
@@ -117,9 +118,12 @@ class CheckpointStore:
         os.chmod(path, 0o600)
         self._lock_dir = path.parent / "locks"
         self._lock_dir.mkdir(exist_ok=True, mode=0o700)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-        self.saver = SqliteSaver(self._conn)
+        self._saver_conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self.saver = SqliteSaver(self._saver_conn)
         self.saver.setup()
+        # medhx's own table on its own connection: the saver's connection is the saver's (it serialises it with a
+        # lock of its own; sharing it from another lock let two threads into one connection at once)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         with self._local:
             self.new_index = not self._conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'medhx_sessions'").fetchall()
@@ -144,16 +148,30 @@ class CheckpointStore:
                                   f"{type(exc).__name__}") from None
         self.saver = PostgresSaver(self.pool)
         self.saver.setup()
+        # One connection holds every session lock this process takes (advisory locks are per connection, many keys
+        # at once): a running turn does not tie up a pooled connection, and if the process dies the server drops
+        # the connection and with it the locks.
+        self._lock_conn = self._connect_locks()
+        self._held: set[str] = set()
         with self.pool.connection() as conn:
             self.new_index = conn.execute("SELECT to_regclass('medhx_sessions') AS t").fetchone()["t"] is None
             conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
                          "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
 
+    def _connect_locks(self) -> Any:
+        from psycopg import Connection
+        from psycopg.rows import dict_row
+
+        return Connection.connect(self.settings.url, autocommit=True, row_factory=dict_row)
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+            with self._local:
+                self._lock_conn.close()
         else:
             self._conn.close()
+            self._saver_conn.close()
 
     def describe(self) -> str:
         return self.settings.describe()
@@ -210,14 +228,23 @@ class CheckpointStore:
         """Hold the session for one turn; :class:`SessionBusy` at once if another holder has it."""
         if self.pool is not None:
             key = int.from_bytes(hashlib.sha256(session_id.encode()).digest()[:8], "big", signed=True)
-            with self.pool.connection() as conn:
-                got = conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (key,)).fetchone()["got"]
-                if not got:
+            with self._local:
+                if session_id in self._held:  # advisory locks are re-entrant per connection: refuse here
                     raise SessionBusy(_busy(session_id))
-                try:
-                    yield
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                if self._lock_conn.closed:
+                    self._lock_conn = self._connect_locks()
+                if not self._lock_conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (key,)).fetchone()["got"]:
+                    raise SessionBusy(_busy(session_id))
+                self._held.add(session_id)
+            try:
+                yield
+            finally:
+                with self._local:
+                    self._held.discard(session_id)
+                    try:
+                        self._lock_conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                    except Exception:  # the connection is gone, and the server released its locks with it
+                        self._lock_conn.close()
             return
         name = hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".lock"
         fd = os.open(self._lock_dir / name, os.O_CREAT | os.O_RDWR, 0o600)

@@ -9,8 +9,10 @@ Each interview sends the patient lines of a shared MediTOD dialogue (cycled, so 
 with an idempotency key. Afterwards every session is read back from the store and compared with what was sent:
 
 - ``lost`` turns: a line whose ``send`` returned but that is not in the stored session;
-- ``duplicated`` turns: a line stored more than once;
-- ``errors``: any exception a ``send`` raised (a busy session, a backend error, a database error), by type.
+- ``duplicated`` turns: a line stored more often than it was sent;
+- ``errors``: any exception a ``send`` raised (a busy session, a backend error, a database error), by type;
+- ``fallbacks_by_module``: answers in which a module missed the turn deadline or failed and a simpler one answered
+  (``agent.graph_nodes``): not errors, but the share of turns the configured models did not serve under this load.
 
 Reported per store: turns/s (accepted patient turns over the wall time of the run), turn latency p50/p95/p99 (one
 ``send``: NLU, tracking, red flags, policy, NLG and the checkpoint writes), errors, lost, duplicated, and the agent
@@ -94,7 +96,8 @@ def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool 
         plans = scripts(cfg.data, cfg.interviews, cfg.turns)
         latencies: list[float] = []
         errors: Counter[str] = Counter()
-        sent: dict[str, list[str]] = {}
+        sent: dict[str, list[str]] = {}  # lines whose send returned
+        attempted: dict[str, list[str]] = {}  # every line sent, answered or not
         lock = threading.Lock()
         with SessionStore(run_cfg) as sessions:
             sessions.agent()  # build the modules (and reach the model server) before the clock starts
@@ -109,7 +112,9 @@ def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool 
                         bar.update(len(lines))
                     return
                 accepted: list[str] = []
+                tried: list[str] = []
                 for line in lines:
+                    tried.append(line)
                     t0 = time.perf_counter()
                     try:
                         s.send(line, key=uuid.uuid4().hex)
@@ -129,6 +134,7 @@ def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool 
                         break
                 with lock:
                     sent[s.id] = accepted
+                    attempted[s.id] = tried
 
             t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=cfg.interviews) as pool:
@@ -137,11 +143,15 @@ def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool 
             wall = time.perf_counter() - t0
             bar.close()
             lost = duplicated = 0
+            fallbacks: Counter[str] = Counter()
             for sid, accepted in sent.items():
-                stored = Counter(t.text for t in sessions.resume(sid).state().patient_turns())
-                want = Counter(accepted)
-                lost += sum((want - stored).values())
-                duplicated += sum((stored - want).values())
+                st = sessions.resume(sid).state()
+                for t in st.doctor_turns()[1:]:  # answers to patient turns
+                    for module in (t.meta.get("fallback") or {}) if isinstance(t.meta.get("fallback"), dict) else ():
+                        fallbacks[module] += 1
+                stored = Counter(t.text for t in st.patient_turns())
+                lost += sum((Counter(accepted) - stored).values())
+                duplicated += sum((stored - Counter(attempted[sid])).values())
             where = sessions.describe().split("@")[-1] if store == "postgres" else "sqlite (temporary directory)"
     turns = len(latencies)
     return {
@@ -150,6 +160,7 @@ def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool 
         "latency_ms": {f"p{q}": _ms(percentile(latencies, q)) for q in (50, 95, 99)} | {"max": _ms(max(latencies,
                                                                                                        default=None))},
         "errors": sum(errors.values()), "errors_by_type": dict(errors), "lost": lost, "duplicated": duplicated,
+        "fallbacks_by_module": dict(fallbacks),
         "latencies_s": latencies,
     }
 
@@ -173,12 +184,13 @@ def write_outputs(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     slim = {**report, "runs": [{k: v for k, v in r.items() if k != "latencies_s"} for r in report["runs"]]}
     (out / "report.json").write_text(json.dumps(slim, indent=2) + "\n")
-    rows = ["| store | interviews | turns | turns/s | p50 ms | p95 ms | p99 ms | errors | lost | duplicated |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| store | interviews | turns | turns/s | p50 ms | p95 ms | p99 ms | errors | lost | duplicated | fallbacks |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:
         lat = r["latency_ms"]
         rows.append(f"| {r['store']} | {r['interviews']} | {r['turns_accepted']}/{r['turns_sent']} | {r['turns_per_s']} "
-                    f"| {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['errors']} | {r['lost']} | {r['duplicated']} |")
+                    f"| {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['errors']} | {r['lost']} | {r['duplicated']} "
+                    f"| {r['fallbacks_by_module'] or 0} |")
     agent = ", ".join(f"{k}: {v}" for k, v in report["agent"].items())
     (out / "report.md").write_text(f"# Load benchmark\n\nAgent: {agent} ({report['config']['agent']}); "
                                    f"{report['machine']['cpu_count']} cores.\n\n" + "\n".join(rows) + "\n")

@@ -137,6 +137,12 @@ class CheckpointStore:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
+        try:  # one direct connection first: a down server fails fast, with the server's own reason
+            self._connect_locks(connect_timeout=5).close()
+        except Exception as exc:  # psycopg.OperationalError: its first line names host and port, never the password
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConnectionError(f"cannot connect to the PostgreSQL session store {self.settings.describe()}: "
+                                  f"{reason}") from None
         kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         self.pool = ConnectionPool(self.settings.url, min_size=1, max_size=self.settings.pool_size, kwargs=kwargs,
                                    open=False)
@@ -158,11 +164,11 @@ class CheckpointStore:
             conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
                          "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
 
-    def _connect_locks(self) -> Any:
+    def _connect_locks(self, **kwargs: Any) -> Any:
         from psycopg import Connection
         from psycopg.rows import dict_row
 
-        return Connection.connect(self.settings.url, autocommit=True, row_factory=dict_row)
+        return Connection.connect(self.settings.url, autocommit=True, row_factory=dict_row, **kwargs)
 
     def close(self) -> None:
         if self.pool is not None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError, create_model
 
 # --------------------------------------------------------------------------- intents
 
@@ -158,6 +158,8 @@ def _error_from(exc: ValidationError, root: str = "") -> CMASError:
 # --------------------------------------------------------------------------- pydantic types
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+NonEmpty = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+"""A head value: something must be named (an empty value names nothing and would be said as nothing)."""
 
 
 def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
@@ -166,7 +168,7 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
         if a == "status" and spec.status_values:
             fields[a] = (Literal[spec.status_values] | None, None)  # type: ignore[valid-type]
         elif a == "value" and spec.medical:
-            fields[a] = (str, ...)  # a medical item is identified by its head value
+            fields[a] = (NonEmpty, ...)  # a medical item is identified by its head value
         else:
             fields[a] = (str | None, None)
     for a in spec.lists:
@@ -217,7 +219,7 @@ class Check(BaseModel):
 
 class ActionSlot(BaseModel):
     model_config = _STRICT
-    value: str
+    value: NonEmpty  # "possible conditions include ." is no plan
     checks: list[Check] | None = None
 
 

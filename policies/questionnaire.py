@@ -71,6 +71,8 @@ def _fail(where: str, msg: str) -> QuestionnaireConfigError:
 def _value(base: str, value: object, vocab: Vocabulary, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise _fail(where, f"expected a {base} value, got {value!r}")
+    if base == "basic_information" and value in cmas.BASIC_KEYS:  # "basic_information: age" asks the age
+        return value
     if value.casefold() not in cmas.OPEN_VALUES and not vocab.known(base, value):
         raise _fail(where, f"{value!r} is neither an ontology code nor a configs/vocabulary.yaml term of {base}")
     return value

@@ -92,7 +92,7 @@ def test_location_only_for_symptoms_that_have_one(policy):
 
 def scripted_answers(questions) -> dict:
     """The scripted patient: a cough whose attributes it gives when asked; no to every screening question;
-    no medications; a desk job, a flat, no travel."""
+    no medications; a desk job, a flat, no travel; 45, female."""
     slots: dict[str, list] = {}
     for q in questions:
         if q.base == "symptom" and q.value == "coughing":
@@ -101,6 +101,8 @@ def scripted_answers(questions) -> dict:
                     "progression": ("progression", "unchanged with time"),
                     "ana_factors": ("not_aggravating_factor", ["physical exertion"])}[q.check]
             slots.setdefault("positive_symptom", []).append({"value": "coughing", attr[0]: attr[1]})
+        elif q.base == "basic_information":
+            slots.setdefault("basic_information", [{}])[0][q.value] = {"age": "45", "sex": "female"}[q.value]
         elif q.base in ("travel", "occupation", "residence"):
             slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "desk job", "status": "true"},
                               "residence": {"value": "flat", "status": "living"}}[q.base]]
@@ -132,7 +134,7 @@ def test_whole_interview_order_on_a_scripted_state_evolution(policy):
     cough = {"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}]}
     state, past, stages, texts = run_interview(policy, scripted_answers, first_state=cough)
     order = [s for i, s in enumerate(stages) if i == 0 or s != stages[i - 1]]
-    assert order == ["greeting", "hpi", "associated_symptoms", "review_of_systems", "past_medical_history",
+    assert order == ["greeting", "hpi", "associated_symptoms", "review_of_systems", "basic_information", "past_medical_history",
                      "medications", "allergies_exposures", "family_history", "habits", "social_history",
                      "wrap_up", "close"]
     # the chief complaint's attributes, three turns of two, in hpi.checks order (onset was volunteered)
@@ -225,6 +227,9 @@ def test_simulated_patient_state_fills_and_nothing_is_asked_twice(policy, dialog
     def answers(questions):
         slots: dict[str, list] = {}
         for q in questions:
+            if q.base == "basic_information":
+                slots["basic_information"] = truth.get("basic_information") or [{"age": "40"}]
+                continue
             if q.base in ("travel", "occupation", "residence"):
                 slots[q.base] = truth.get(q.base) or [{"travel": {"status": "not_traveled"},
                                                        "occupation": {"status": "false"},

@@ -393,7 +393,10 @@ class ClinicalNLU:
         said = {(m.base, m.value) for m in mentions}
         status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
         named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
-        topic = self._doctor_topic(doctor)
+        # "What do you take it for?" - "It's for my asthma": what the answer names is the purpose, else the doctor's topic
+        named_purpose = next((m.value for m in mentions if m.base in ("medical_history", "symptom")
+                              and m.status == "positive"), None)
+        topic = named_purpose or self._doctor_topic(doctor)
         doctor_factors = self._doctor_factors(doctor, polarity)
         for base, value, checks in asked:
             spec = cmas.SLOTS[base]

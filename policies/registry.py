@@ -89,6 +89,7 @@ class ModelNLUSettings(LLMSettings, Grounding):
 
 class EnsembleSettings(LLMSettings, Grounding):
     lexicon: ConfigPath | None = None
+    model_timeout_s: float | None = Field(default=20.0, gt=0)  # then the clinical frames stand alone
 
 
 class GoldSettings(Settings, Grounding):
@@ -314,7 +315,7 @@ def _ensemble(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.clinical import ClinicalNLU
     from policies.nlu.ensemble import EnsembleNLU
 
-    return EnsembleNLU(b.llm("nlu"), ClinicalNLU(_lexicon(cfg)))
+    return EnsembleNLU(b.llm("nlu"), ClinicalNLU(_lexicon(cfg)), model_timeout_s=cfg.get("model_timeout_s", 20.0))
 
 
 @register("nlu", "gold", GoldSettings)

@@ -49,3 +49,36 @@ def test_clinical_base_grounded_additions_and_clinical_status_wins():
 def test_model_format_error_leaves_the_clinical_frames():
     out = EnsembleNLU(ScriptedModelNLU("not json at all")).understand(ctx("I have a cough."))
     assert out.value == [{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing"}]}}]
+
+
+class StalledModelNLU(ScriptedModelNLU):
+    """Fake LLM NLU whose server answers late (or fails): the overloaded-server case of `medhx load-bench`."""
+
+    def __init__(self, frames, seconds: float = 0.0, error: Exception | None = None):
+        super().__init__(frames)
+        self.seconds, self.error = seconds, error
+
+    def understand(self, ctx):
+        import time
+
+        time.sleep(self.seconds)
+        if self.error:
+            raise self.error
+        return super().understand(ctx)
+
+
+def test_a_late_or_failed_model_leaves_the_clinical_frames_within_its_timeout():
+    import time
+
+    from models.backends.base import BackendError
+
+    late = StalledModelNLU([{"intent": "inform", "slots": {"positive_symptom": [{"value": "wheezing"}]}}], seconds=3)
+    t0 = time.perf_counter()
+    out = EnsembleNLU(late, model_timeout_s=0.5).understand(ctx("I have a cough."))
+    assert time.perf_counter() - t0 < 2.5  # the clinical answer does not wait for the late model
+    assert out.value == [{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing"}]}}]
+    assert out.meta["model_unavailable"] == "no answer within 0.5 s"
+    failed = StalledModelNLU([], error=BackendError("server unreachable"))
+    out = EnsembleNLU(failed, model_timeout_s=5).understand(ctx("I have a cough."))
+    assert out.value[0]["slots"]["positive_symptom"] == [{"value": "coughing"}]
+    assert out.meta["model_unavailable"].startswith("BackendError")

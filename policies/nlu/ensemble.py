@@ -10,15 +10,23 @@ Rules (in this order; the README states them too):
    clinical one. A status disagreement keeps the clinical status (ConText reads negation from the words) and
    is recorded in ``meta["disagreements"]``.
 5. Intent: ``inform`` when any slot results; else the clinical intent.
+6. The LLM gets ``model_timeout_s`` (default 20 s, under the turn deadline): when it does not answer in time or its
+   server fails, the clinical frames stand alone and ``meta["model_unavailable"]`` says why, so an overloaded model
+   server costs the turn the LLM's additions, not the patient's words (the late answer is discarded).
 """
 
 from __future__ import annotations
+
+import threading
 
 from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.protocol import NLU, ModuleOutput, TurnContext
 from agent.safety import admit_frames
+from models.backends.base import BackendError
 from policies.nlu.clinical import ClinicalNLU
+
+MODEL_FAILURES = (BackendError, ConnectionError, TimeoutError)
 
 
 def _items(frames: list[dict]) -> dict[tuple[str, str], tuple[str, dict]]:
@@ -33,10 +41,34 @@ def _items(frames: list[dict]) -> dict[tuple[str, str], tuple[str, dict]]:
 
 
 class EnsembleNLU:
-    def __init__(self, model: NLU, clinical: ClinicalNLU | None = None, vocab: Vocabulary | None = None):
+    def __init__(self, model: NLU, clinical: ClinicalNLU | None = None, vocab: Vocabulary | None = None,
+                 model_timeout_s: float | None = 20.0):
         self.model = model
         self.clinical = clinical or ClinicalNLU()
         self.vocab = vocab or default_vocabulary()
+        self.model_timeout_s = model_timeout_s
+
+    def _start_model(self, ctx: TurnContext) -> tuple[dict, threading.Thread]:
+        """Start the LLM's reading in a worker thread (the clinical NLU reads meanwhile); ``_wait`` collects it."""
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                box["out"] = self.model.understand(ctx)
+            except MODEL_FAILURES as exc:
+                box["error"] = f"{type(exc).__name__}: {exc}"
+
+        worker = threading.Thread(target=run, name="ensemble-model", daemon=True)
+        worker.start()
+        return box, worker
+
+    def _wait(self, box: dict, worker: threading.Thread) -> tuple[ModuleOutput | None, str | None]:
+        worker.join(self.model_timeout_s)
+        if worker.is_alive():
+            return None, f"no answer within {self.model_timeout_s:g} s"
+        if "error" in box:
+            return None, box["error"]
+        return box["out"], None
 
     def _find(self, have: dict, base: str, value: str):
         for (b, v), entry in have.items():
@@ -45,8 +77,12 @@ class EnsembleNLU:
         return None
 
     def understand(self, ctx: TurnContext) -> ModuleOutput:
+        box, worker = self._start_model(ctx)
         rule = self.clinical.understand(ctx)
-        model = self.model.understand(ctx)
+        model, unavailable = self._wait(box, worker)
+        if model is None:
+            meta = {**rule.meta, "nlu": "ensemble", "model_unavailable": unavailable}
+            return ModuleOutput(value=rule.value, meta=meta)
         utterance = ctx.turns[-1][1] if ctx.turns else ""
         admitted = admit_frames(model.value, self.vocab, utterance)
         merged: dict[str, list[dict]] = {}

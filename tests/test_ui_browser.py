@@ -1,0 +1,194 @@
+"""The clinician console in a real browser: Debian's Chromium driven by Playwright (no browser download).
+
+One clinician's whole visit: sign in, run three turns (the state panel and the note update, the red-flag banner
+appears after "coughing up blood"), export (files served only to the logged-in user), turn review on and send an
+edited doctor turn, reload the page and find the interview resumed, open it from the sidebar, sign out.
+Screenshots go to the test's tmp directory; ``MEDHX_UPDATE_SCREENSHOT=1`` also writes docs/console.png.
+
+Installed by ``bash .ci/install.sh --test`` (apt ``chromium``, pip ``playwright``). Under CI a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from graph_fixtures import REPO
+from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, running_console
+
+from agent.data import load_dialogs_file
+
+CHROMIUM = os.environ.get("MEDHX_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT_MS = 30_000
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = [what for what, ok in (("playwright (pip)", importlib.util.find_spec("playwright") is not None),
+                                     (CHROMIUM, shutil.which(CHROMIUM) is not None)) if not ok]
+    if missing:
+        message = f"{', '.join(missing)} not installed: bash .ci/install.sh --test installs both"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield p, b
+        finally:
+            b.close()
+
+
+def status_says(page, text: str) -> None:
+    """Wait until the status line says ``text``; fail with what it says instead if it turns to an error."""
+    status = page.locator("#mhx-status")
+    try:
+        status.get_by_text(text).wait_for(timeout=TIMEOUT_MS)
+    except Exception:
+        pytest.fail(f"status never said {text!r}; it says {status.inner_text()!r}")
+
+
+def send(page, text: str, expect: str) -> None:
+    page.locator("#mhx-patient textarea").fill(text)
+    page.locator("#mhx-send").click()
+    status_says(page, expect)
+
+
+def test_clinician_visit(browser, tmp_path):
+    playwright, chromium = browser
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    errors: list[str] = []
+    failed: list[tuple[int, str]] = []  # every HTTP error the page met
+    with running_console(console_settings(tmp_path)) as (url, _):
+        context = chromium.new_context(viewport={"width": 1600, "height": 1100}, accept_downloads=True)
+        page = context.new_page()
+        page.on("response", lambda r: failed.append((r.status, r.url)) if r.status >= 400 else None)
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Failed to load" not in m.text
+                else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            visit(playwright, page, url, tmp_path, shots)
+        finally:
+            context.close()  # before the server stops: no stream left open
+    assert not errors, errors
+    assert failed == [(401, f"{url}/login")], failed  # only the wrong password
+    if os.environ.get("MEDHX_UPDATE_SCREENSHOT"):
+        (REPO / "docs").mkdir(exist_ok=True)
+        shutil.copy(shots / "console.png", REPO / "docs" / "console.png")
+    assert all(Path(shots / name).stat().st_size > 10_000 for name in ("login.png", "console.png", "review.png"))
+
+
+def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
+    """One clinician's visit, step by step (each step waits for the status line to say it is done)."""
+    # sign in: the console itself is never served before login
+    page.goto(url)
+    assert page.url.endswith("/login")
+    page.screenshot(path=shots / "login.png")
+    page.fill("#username", "dr_a")
+    page.fill("#password", "not the password")
+    page.click("button[type=submit]")
+    page.get_by_text("Unknown username or wrong password").wait_for()
+    page.fill("#username", "dr_a")
+    page.fill("#password", PASSWORDS["dr_a"])
+    page.click("button[type=submit]")
+    status_says(page, "Ready.")
+    assert "Signed in as" in page.locator("#mhx-header").inner_text()
+
+    # three turns: the state panel and the note follow, the banner appears at the red-flag answer
+    page.locator("#mhx-new").click()
+    status_says(page, "started")
+    sid = page.locator("#mhx-sessions input:checked").get_attribute("value")
+    assert sid and page.locator("#mhx-note-box").get_by_text(f"session {sid}").is_visible()
+    send(page, SCRIPT[0], "Doctor turn 2 sent")
+    panel = page.locator("#mhx-state-panel")
+    cough = panel.locator(".mhx-item", has_text="coughing")
+    assert "positive" in cough.locator(".mhx-badge").inner_text()
+    assert "new this turn" in cough.inner_text() and "two weeks" in cough.inner_text()
+    assert "coughing" in page.locator("#mhx-note-box").inner_text()
+    assert not page.locator("#mhx-red-flags").is_visible()
+
+    send(page, RED_FLAG_LINE, "Doctor turn 4 sent")
+    banner = page.locator("#mhx-red-flags")
+    banner.wait_for()
+    assert "RED FLAG · URGENT" in banner.inner_text() and "hemoptysis" in banner.inner_text()
+    assert "new this turn" not in cough.inner_text()  # changed last turn, not this one
+    assert "new this turn" in panel.locator(".mhx-item", has_text="hemoptysis").inner_text()
+
+    send(page, SCRIPT[2], "Doctor turn 6 sent")
+    smoking = panel.locator(".mhx-group[data-slot=habit] .mhx-item", has_text="smoking")
+    assert "a pack a day" in smoking.inner_text() and "new this turn" in smoking.inner_text()
+    assert "Social history" in page.locator("#mhx-note-box").inner_text()
+    page.locator("#mhx-timing").click()  # per-node latency, on demand
+    page.locator("#mhx-timing").get_by_text("nlu").first.wait_for()
+    page.screenshot(path=shots / "console.png", full_page=True)
+
+    # export: the files parse, and are served to the logged-in clinician only
+    page.locator("#mhx-export-json").click()
+    status_says(page, "meditod.json")
+    href = page.locator("#mhx-files a[download$='-meditod.json']").get_attribute("href")
+    mine = page.request.get(href)
+    assert mine.status == 200
+    exported = tmp_path / "export.json"
+    exported.write_bytes(mine.body())
+    dialog = load_dialogs_file(exported)[sid]
+    assert [u.text for u in dialog.utterances if u.speaker == "patient"] == SCRIPT
+    anonymous = playwright.request.new_context()
+    assert anonymous.get(href).status == 401
+    anonymous.dispose()
+    page.locator("#mhx-export-html").click()
+    status_says(page, "note.html")
+    html_href = page.locator("#mhx-files a[download$='-note.html']").get_attribute("href")
+    assert "Presenting complaint" in page.request.get(html_href).text()
+
+    # review on: the planned turn waits; the clinician edits it and sends it
+    page.locator("#mhx-modules").click()
+    page.locator("#mhx-review-toggle input").check()
+    status_says(page, "review on")
+    send(page, "I get short of breath when I climb stairs", "turn 8 awaits your review")
+    assert page.locator("#mhx-approve").is_visible()
+    assert json.loads(page.locator("#mhx-actions .cm-content").inner_text())  # the planned CMAS actions
+    edited = "How many flights of stairs can you climb before you need to stop?"
+    page.locator("#mhx-utterance textarea").fill(edited)
+    page.locator("#mhx-edit").click()
+    status_says(page, "Review of doctor turn 8 recorded (edit by dr_a)")
+    assert page.locator("#mhx-chat").get_by_text(edited).is_visible()
+    assert not page.locator("#mhx-approve").is_visible()
+    page.locator("#mhx-review-log").click()
+    page.locator("#mhx-review-log").get_by_text("dr_a").wait_for()  # who decided, and when
+    page.screenshot(path=shots / "review.png", full_page=True)
+
+    # reload: the interview is resumed; another one started; the first reopened from the sidebar
+    page.reload()
+    status_says(page, f"Resumed interview {sid}")
+    assert page.locator("#mhx-chat").get_by_text(edited).is_visible()
+    assert page.locator("#mhx-red-flags").is_visible()
+    page.locator("#mhx-new").click()
+    status_says(page, "started")
+    other = page.locator("#mhx-sessions input:checked").get_attribute("value")
+    assert other != sid and not page.locator("#mhx-chat").get_by_text(edited).is_visible()
+    page.locator("#mhx-sessions label", has_text=sid).click()
+    status_says(page, f"Resumed interview {sid}")
+    assert page.locator("#mhx-chat").get_by_text(edited).is_visible()
+
+    # delete the other interview from the sidebar (the browser asks first)
+    page.locator("#mhx-sessions label", has_text=other).click()
+    status_says(page, f"Resumed interview {other}")
+    page.once("dialog", lambda d: d.accept())
+    page.locator("#mhx-delete").click()
+    status_says(page, f"Deleted interview {other}")
+    assert page.locator("#mhx-sessions label", has_text=other).count() == 0
+    assert page.locator("#mhx-sessions label", has_text=sid).count() == 1
+
+    page.get_by_text("Sign out").click()
+    page.wait_for_url("**/login")

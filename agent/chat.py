@@ -18,6 +18,7 @@ import json
 import sys
 from typing import TextIO
 
+from agent.graph_nodes import FALLBACK_NOTICE
 from agent.sessions import Session, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
 from ui.launch import add_arguments as add_console_arguments
@@ -83,6 +84,10 @@ def run_cli(store: SessionStore, session_id: str | None, stdin: TextIO, stdout: 
         else:
             turn = session.send(line)
         if turn is not None and session.waiting_for() != "review":
+            if turn.meta.get("fallback"):  # said on stderr: stdout stays the transcript
+                fb = turn.meta["fallback"]
+                reasons = "; ".join(f"{m}: {r}" for m, r in fb.items()) if isinstance(fb, dict) else str(fb)
+                print(f"({FALLBACK_NOTICE} {reasons})", file=sys.stderr, flush=True)
             _print_doctor(turn.text, stdout)
     print(f"(saved session {session.id}; continue with: medhx chat --cli --session {session.id})", file=stdout, flush=True)
     return 0

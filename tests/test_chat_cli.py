@@ -113,3 +113,21 @@ def test_chat_without_cli_flag_serves_the_console(tmp_path):
 def test_chat_with_missing_config_is_a_clear_error(missing):
     r = run_medhx("chat", "--cli", "--config", missing)
     assert r.returncode == 1 and "nope.yaml" in r.stderr
+
+
+def test_chat_cli_says_when_a_module_fell_back(tmp_path, capsys):
+    """A dead NLG server at patient turn 1: the template answers, and the terminal says so (on stderr, so stdout stays
+    the transcript)."""
+    import io
+
+    from agent.chat import run_cli
+    from agent.graph_nodes import FALLBACK_NOTICE
+
+    cfg = gold_config(tmp_path)
+    cfg["nlg"] = {"kind": "fault_modules:Fail", "role": "nlg", "inner": {"kind": "template"}, "turn": 1}
+    out = io.StringIO()
+    with SessionStore(cfg) as store:
+        assert run_cli(store, "fb-1", io.StringIO(LINES[0] + "\n"), out) == 0
+    err = capsys.readouterr().err
+    assert FALLBACK_NOTICE in err and "nlg: BackendError" in err
+    assert out.getvalue().count("doctor: ") == 2  # greeting + the template's answer

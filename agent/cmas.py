@@ -155,6 +155,14 @@ def _error_from(exc: ValidationError, root: str = "") -> CMASError:
     return CMASError(path, err["msg"])
 
 
+def slot_items(state: dict, base: str) -> list[tuple[str | None, dict]]:
+    """``(status, item)`` of every item of slot type ``base`` in a patient state (status None for records)."""
+    spec = SLOTS[base]
+    if not spec.statuses:
+        return [(None, it) for it in state.get(base) or []]
+    return [(s, it) for s in spec.statuses for it in state.get(f"{s}_{base}") or []]
+
+
 # --------------------------------------------------------------------------- pydantic types
 
 _STRICT = ConfigDict(extra="forbid", strict=True)

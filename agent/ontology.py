@@ -173,3 +173,13 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
 @lru_cache(maxsize=1)
 def default_vocabulary() -> Vocabulary:
     return load_vocabulary()
+
+
+def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:
+    """``(status, item)`` of the state's item naming the same concept as ``value`` under any status, or None: the one
+    lookup the questionnaire policy, the case cards and the simulators share."""
+    for status, item in cmas.slot_items(state, base):
+        v = item.get("value")
+        if isinstance(v, str) and vocab.same(base, v, value):
+            return status, item
+    return None

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agent import cmas
 from agent.data import Dialogue, load_dialogues
 from agent.grounding import ground_item, grounded_in
-from agent.ontology import Vocabulary, default_vocabulary
+from agent.ontology import Vocabulary, default_vocabulary, find_item
 from agent.paths import REPO_ROOT
 from agent.safety import RuleSet, check_red_flags, default_rules
 
@@ -94,7 +94,7 @@ class CaseCard(BaseModel):
 
     def items(self, base: str) -> Iterator[tuple[str | None, dict]]:
         """``(status, item)`` of every item of slot type ``base`` (status None for record slots)."""
-        yield from slot_items(self.state, base)
+        yield from cmas.slot_items(self.state, base)
 
     def find(self, base: str, value: str, vocab: Vocabulary | None = None) -> tuple[str | None, dict] | None:
         """The card's item naming the same concept as ``value`` (any status), or None."""
@@ -102,25 +102,6 @@ class CaseCard(BaseModel):
 
     def facts(self) -> list[Fact]:
         return state_facts(self.state)
-
-
-def slot_items(state: dict, base: str) -> Iterator[tuple[str | None, dict]]:
-    spec = cmas.SLOTS[base]
-    if not spec.statuses:
-        for item in state.get(base) or []:
-            yield None, item
-        return
-    for status in spec.statuses:
-        for item in state.get(f"{status}_{base}") or []:
-            yield status, item
-
-
-def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:
-    for status, item in slot_items(state, base):
-        v = item.get("value")
-        if isinstance(v, str) and vocab.same(base, v, value):
-            return status, item
-    return None
 
 
 # --------------------------------------------------------------------------- loading

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent import cmas
-from agent.ontology import Vocabulary
+from agent.ontology import Vocabulary, find_item
 
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
 
@@ -67,25 +67,10 @@ def to_actions(questions: list[Question]) -> list[dict]:
 # --------------------------------------------------------------------------- answered by the state
 
 
-def _items(state: dict, base: str) -> list[tuple[str | None, dict]]:
-    spec = cmas.SLOTS[base]
-    if not spec.statuses:
-        return [(None, it) for it in state.get(base) or []]
-    return [(s, it) for s in spec.statuses for it in state.get(f"{s}_{base}") or []]
-
-
 def _has(item: dict, base: str, check: str) -> bool:
     names = cmas.CHECK_ATTRIBUTES.get(check) if base == "symptom" else None
     names = names or cmas.RECORD_CHECK_ATTRIBUTES.get(base, {}).get(check) or (check,)
     return any(item.get(n) not in (None, "", []) for n in names)
-
-
-def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:
-    for status, item in _items(state, base):
-        v = item.get("value")
-        if isinstance(v, str) and vocab.same(base, v, value):
-            return status, item
-    return None
 
 
 def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
@@ -95,7 +80,7 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
     nothing to characterise); a location check with values is answered only when the
     item already covers those locations ("pain in the abdomen" does not answer "pain in the joints").
     """
-    items = _items(state, q.base)
+    items = cmas.slot_items(state, q.base)
     value = q.value.casefold()
     if q.base == "basic_information":
         record = items[0][1] if items else {}

@@ -8,10 +8,11 @@ import pytest
 
 from agent import cmas
 from agent.data import load_dialogues
+from agent.ontology import find_item
 from agent.protocol import TurnContext
 from agent.tracker import update_state
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
-from policies.questions import find_item, questions_of
+from policies.questions import questions_of
 from policies.template_nlg import TemplateNLG
 
 SYMPTOM_CHECK_ATTRS = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from agent.paths import resolve_path
+from agent.paths import read_config_file, resolve_path
 from policies.agent_config import check_agent_config, load_config
 
 KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui")
@@ -53,9 +53,7 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
     """``(type, config with defaults filled in and paths resolved)``; raises ValueError naming what is wrong. Each
     type is loaded by its own loader, the one its command uses, so what passes here is what the command runs."""
     p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text())
-    if not isinstance(raw, dict):
-        raise ValueError(f"{p}: a config is a YAML mapping")
+    raw, _ = read_config_file(p)
     kind = kind or config_type(raw)
     if kind == "agent":
         return kind, check_agent_config(load_config(p)).model_dump()

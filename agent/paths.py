@@ -80,19 +80,52 @@ def _marker(annotation: Any) -> _PathMarker | None:
         if isinstance(meta, _PathMarker):
             return meta
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if (m := _marker(arg)) is not None:
-                return m
+        return next((m for arg in typing.get_args(annotation) if (m := _marker(arg)) is not None), None)
     return None
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:
-    candidates = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
-        else (annotation,)
-    for arg in candidates:
+    for arg in _members(annotation):
         if isinstance(arg, type) and issubclass(arg, BaseModel):
             return arg
     return None
+
+
+def read_config_file(path: str | Path) -> tuple[dict, Path]:
+    """A config file's YAML mapping (empty file: ``{}``) and the directory its relative paths are relative to; the
+    one reader every config loader starts with."""
+    import yaml
+
+    p = resolve_path(path)
+    raw = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{p}: a config is a YAML mapping")
+    return raw, p.resolve().parent
+
+
+def _resolve_value(annotation: Any, value: Any, base: Path) -> Any:
+    """``value`` with the paths its type declares resolved: a path string, a settings model, or a list or mapping
+    of either (``presets: [a.yaml, b.yaml]``, ``adapters: {nlu: runs/nlu/adapter}``)."""
+    if isinstance(value, str):
+        m = _marker(annotation)
+        return resolve_against(value, base, m.exists_only) if m is not None else value
+    while typing.get_origin(annotation) is Annotated:  # constraints (``Field(min_length=1)``) wrap the type
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(value, dict) and (sub := _model_class(annotation)) is not None:
+        return resolve_paths(sub, value, base)
+    for arg in _members(annotation):
+        origin, args = typing.get_origin(arg), typing.get_args(arg)
+        if origin is list and isinstance(value, list) and args:
+            return [_resolve_value(args[0], v, base) for v in value]
+        if origin is dict and isinstance(value, dict) and len(args) == 2:
+            return {k: _resolve_value(args[1], v, base) for k, v in value.items()}
+    return value
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
 
 
 def resolve_paths(model: type[BaseModel], data: dict, base: Path) -> dict:
@@ -100,12 +133,6 @@ def resolve_paths(model: type[BaseModel], data: dict, base: Path) -> dict:
     and keys the model does not know (validation reports those), are left as written."""
     out = dict(data)
     for name, field in model.model_fields.items():
-        value = out.get(name)
-        if value is None:
-            continue
-        field_type = field.rebuild_annotation() if field.metadata else field.annotation
-        if isinstance(value, str) and (m := _marker(field_type)) is not None:
-            out[name] = resolve_against(value, base, m.exists_only)
-        elif isinstance(value, dict) and (sub := _model_class(field.annotation)) is not None:
-            out[name] = resolve_paths(sub, value, base)
+        if out.get(name) is not None:
+            out[name] = _resolve_value(field.rebuild_annotation() if field.metadata else field.annotation, out[name], base)
     return out

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
-from agent.paths import ConfigPath, resolve_path, resolve_paths
+from agent.paths import ConfigPath, read_config_file, resolve_paths
 from agent.provenance import package_versions, tree_hash
 from eval.bench_report import plot_all, write_report
 from eval.lenient import score_nlu_lenient, score_pol_lenient
@@ -84,11 +84,7 @@ class BenchConfig(BaseModel):
 
 def load_config(path: str | Path) -> BenchConfig:
     """A bench config file; its paths (and an inline agent config's) relative to the file's directory."""
-    p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text())
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected a YAML mapping")
-    base = p.resolve().parent
+    raw, base = read_config_file(path)
     raw = resolve_paths(BenchConfig, raw, base)
     if isinstance(raw.get("agent"), dict):
         raw["agent"] = resolve_agent_paths(raw["agent"], base)

@@ -46,7 +46,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.data import DEFAULT_DATA_DIR
-from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_path, resolve_paths
+from agent.paths import REPO_ROOT, ConfigPath, ModelRef, read_config_file, resolve_paths
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +135,8 @@ def load_bench_config(path: str | Path) -> dict:
     """A bench-speed config: :class:`BenchSpeedConfig`'s keys at top level or under ``bench_speed:``; unknown keys are
     an error. Any medhx agent config (with ``nlu``/``policy``/``nlg`` sections, e.g. configs/default.yaml) is also
     accepted: then only its ``base_model`` is used."""
-    import yaml
-
-    p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text()) or {}
-    return bench_config_from(raw, str(path), base=p.resolve().parent)
+    raw, base = read_config_file(path)
+    return bench_config_from(raw, str(path), base=base)
 
 
 def bench_config_from(raw: Any, where: str = "config", base: Path | None = None) -> dict:

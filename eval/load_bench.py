@@ -35,11 +35,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.data import DEFAULT_DATA_DIR, load_dialogues
-from agent.paths import REPO_ROOT, ConfigPath, resolve_path, resolve_paths
+from agent.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
 from agent.sessions import SessionStore
 from eval.stats import percentile
 from policies.agent_config import load_config as load_agent_config
@@ -61,12 +60,9 @@ class LoadBenchConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> LoadBenchConfig:
-    p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected a YAML mapping")
+    raw, base = read_config_file(path)
     try:
-        return LoadBenchConfig.model_validate(resolve_paths(LoadBenchConfig, raw, p.resolve().parent))
+        return LoadBenchConfig.model_validate(resolve_paths(LoadBenchConfig, raw, base))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ValueError(f"{path}: {problems} (allowed keys: {sorted(LoadBenchConfig.model_fields)})") from None

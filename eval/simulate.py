@@ -35,13 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent import cmas
 from agent.graph_state import InterviewState
 from agent.ontology import default_vocabulary
-from agent.paths import resolve_against, resolve_path
+from agent.paths import ConfigPath, read_config_file, resolve_path, resolve_paths
 from agent.safety import clean_patient_text
 from agent.sessions import SessionStore
 from eval.cases import CaseCard, CaseError, cards_from_meditod, load_cards
@@ -72,14 +71,14 @@ class AgentEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[\w.-]+$")
-    config: str | dict[str, Any]
+    config: ConfigPath | dict[str, Any]
 
 
 class MeditodCases(BaseModel):
     """Cards from a MediTOD release directory (its annotated dialogues' final states)."""
 
     model_config = ConfigDict(extra="forbid")
-    data: str
+    data: ConfigPath
     split: str = "all"
     ids: list[str] | None = None
     domain: str = "respiratory"
@@ -96,14 +95,14 @@ class SimulateConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     agents: list[AgentEntry] = Field(min_length=1, description="the first is the one the headline figures are of")
-    cases: list[str] = Field(default_factory=list, description="case card files or directories of *.yaml")
+    cases: list[ConfigPath] = Field(default_factory=list, description="case card files or directories of *.yaml")
     meditod: list[MeditodCases] = Field(default_factory=list)
     simulator: dict[str, Any] = Field(default_factory=lambda: {"kind": "agenda"})
     modes: list[Mode] = Field(default_factory=lambda: ["end_to_end", "oracle"], min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     max_turns: int | None = Field(default=None, ge=2, description="overrides each agent's session.max_turns")
     workers: int = Field(default=2, ge=1)
-    output_dir: str
+    output_dir: ConfigPath
     keep_sessions: bool = True  # sessions stay under <output_dir>/sessions/<agent>-<mode>-w<n> (medhx sessions --dir)
     aims: Aims = Aims()
 
@@ -124,20 +123,12 @@ class Run:
 
 
 def load_simulate_config(path: str | Path) -> tuple[SimulateConfig, Path]:
-    p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text())
-    if not isinstance(raw, dict):
-        raise ValueError(f"{p}: a simulate config is a YAML mapping")
+    raw, base = read_config_file(path)
     try:
-        cfg = SimulateConfig.model_validate(raw)
+        cfg = SimulateConfig.model_validate(resolve_paths(SimulateConfig, raw, base))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{p}: {problems} (keys: {sorted(SimulateConfig.model_fields)})") from None
-    base = p.resolve().parent
-    cfg.cases = [resolve_against(c, base) for c in cfg.cases]
-    for m in cfg.meditod:
-        m.data = resolve_against(m.data, base)
-    cfg.output_dir = resolve_against(cfg.output_dir, base)
+        raise ValueError(f"{path}: {problems} (keys: {sorted(SimulateConfig.model_fields)})") from None
     return cfg, base
 
 
@@ -148,8 +139,7 @@ def prepare(path: str | Path, only: list[str] | None = None) -> Run:
     for entry in cfg.agents:
         if entry.name in agents:
             raise ValueError(f"agents: the name {entry.name!r} appears twice")
-        raw = load_config(resolve_against(entry.config, base)) if isinstance(entry.config, str) \
-            else resolve_agent_paths(entry.config, base)
+        raw = load_config(entry.config) if isinstance(entry.config, str) else resolve_agent_paths(entry.config, base)
         try:
             check_agent_config(raw)
         except ValueError as exc:

@@ -45,7 +45,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.paths import ConfigPath, ModelRef, cache_root, resolve_against, resolve_path, resolve_paths
+from agent.paths import ConfigPath, ModelRef, cache_root, read_config_file, resolve_paths
 from models.backends.base import BackendError
 from models.prepare import resolve_base_model
 
@@ -123,9 +123,6 @@ def check_serve_config(data: dict | ServeConfig, base_dir: str | Path | None = N
         raise ValueError(f"a serve config is a mapping, not {type(data).__name__}")
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     data = resolve_paths(ServeConfig, data, base)
-    if isinstance(data.get("adapters"), dict):
-        data["adapters"] = {name: resolve_against(path, base) if isinstance(path, str) and path else path
-                            for name, path in data["adapters"].items()}
     try:
         config = ServeConfig.model_validate(data)
     except ValidationError as exc:
@@ -144,14 +141,9 @@ def load_serve_config(path: str | Path) -> dict:
 
 def read_serve_config(path: str | Path) -> ServeConfig:
     """A serve config file: the serve settings at top level or under a ``serve:`` key."""
-    import yaml
-
-    p = resolve_path(path)
-    data = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping")
+    data, base = read_config_file(path)
     try:
-        return check_serve_config(data.get("serve", data), base_dir=p.resolve().parent)
+        return check_serve_config(data.get("serve", data), base_dir=base)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
 

@@ -54,7 +54,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
-from agent.paths import ConfigPath, ModelRef, resolve_path, resolve_paths
+from agent.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
 from agent.provenance import package_versions
 from models import prompts
 from models.train_checkpoints import checkpoint_dirs, make_callbacks, resolve_resume, trajectory_config
@@ -217,13 +217,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
 
     Paths in the file are relative to the file's directory (:mod:`agent.paths`); paths given as overrides on the
     command line are relative to the current directory, as anything typed at a prompt."""
-    import yaml
 
-    p = resolve_path(path)
-    raw = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected a mapping")
-    raw = resolve_paths(TrainConfig, raw, p.resolve().parent)
+    raw, base = read_config_file(path)
+    raw = resolve_paths(TrainConfig, raw, base)
     for key, value in (overrides or {}).items():
         node = raw
         *parents, leaf = key.split(".")

@@ -12,11 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent import safety
-from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_against, resolve_path, resolve_paths
+from agent.paths import REPO_ROOT, ConfigPath, ModelRef, read_config_file, resolve_against, resolve_paths
 from models.serve import check_serve_config
 from policies.registry import DEFAULT_DST, ROLES, check_section, resolve_section
 
@@ -91,11 +90,10 @@ def resolve_agent_paths(config: dict, base: Path) -> dict:
 
 def load_config(path: str | Path) -> dict:
     """An agent config file, its paths resolved against the file's directory."""
-    p = resolve_path(path)
-    config = yaml.safe_load(p.read_text())
-    if not isinstance(config, dict):
-        raise ValueError(f"{p}: a config is a YAML mapping")
-    return resolve_agent_paths(config, p.resolve().parent)
+    config, base = read_config_file(path)
+    if not config:
+        raise ValueError(f"{path}: a config is a YAML mapping")
+    return resolve_agent_paths(config, base)
 
 
 def config_for_cli(path: str | None) -> dict:

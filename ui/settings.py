@@ -11,10 +11,9 @@ import ipaddress
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.paths import REPO_ROOT, ConfigPath, resolve_against, resolve_path, resolve_paths
+from agent.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
 
 DEFAULT_UI_CONFIG = REPO_ROOT / "configs" / "ui.yaml"
 
@@ -63,17 +62,14 @@ def load_ui_settings(path: str | Path | None = None) -> UISettings:
     """The ``ui:`` section of ``path`` (default ``configs/ui.yaml``; built-in defaults when that file is absent)."""
     if path is None and not DEFAULT_UI_CONFIG.exists():
         return UISettings()
-    p = resolve_path(path or DEFAULT_UI_CONFIG)
-    raw = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(raw, dict) or set(raw) - {"ui"}:
+    p = path or DEFAULT_UI_CONFIG
+    raw, base = read_config_file(p)
+    if set(raw) - {"ui"}:
         raise ValueError(f"{p}: a console config is a YAML mapping with one key, 'ui'")
     section = raw.get("ui") or {}
     if not isinstance(section, dict):
         raise ValueError(f"{p}: 'ui' must be a mapping")
-    base = p.resolve().parent
     resolved = resolve_paths(UISettings, section, base)
-    if isinstance(resolved.get("presets"), list):  # a list of paths: resolve_paths handles single fields
-        resolved["presets"] = [resolve_against(x, base) if isinstance(x, str) else x for x in resolved["presets"]]
     try:
         return UISettings.model_validate(resolved)
     except ValidationError as exc:

@@ -78,7 +78,8 @@ _VOLUME = re.compile(rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+|half a)\s*(?:to\s+{_NU
 
 _AGG = re.compile(r"\b(worse|aggravat\w*|trigger\w*|brings? (?:it )?on|sets? (?:it )?off|worsens?|flares? up|harder)\b")
 _WHEN = re.compile(r"\b(?:when|whenever|every time|if|after|on)\s+(?:i|i'm|i am|going|climbing|walking|doing)\b")
-_ALL = re.compile(r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?)\b")
+_ALL = re.compile(r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?|goes away|go away|went away"
+                  r"|settles?|settled|subsides?|subsided|disappears?|disappeared)\b")
 _NEG_FACTOR = re.compile(r"\b(nothing|not really|doesn't|does not|didn't|hasn't|don't|isn't)\b")
 
 _AGE = re.compile(r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b(\d{1,3})\s*years? old\b")

@@ -682,7 +682,9 @@ STATUS_MEANINGS: dict[str, str] = {
 }
 
 
-OPEN_VALUES = frozenset({"other", "none", "all"})
+OPEN_VALUES = frozenset({"other", "none", "all", "general", "any", ""})
+"""Head values that name no concept but a group or nothing ("any other symptoms?", "none"): the one set the NLU,
+the grounding gate, the policy, the case cards and the NLG fact score share."""
 
 
 # Check types that stand for a group of state attributes.

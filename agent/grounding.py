@@ -30,7 +30,6 @@ _STOP = frozenset("a an the of and or to in on at for with my i it ago is was be
 _WORD = re.compile(r"[a-z0-9]+")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 _CLOSED = {"progression": PROGRESSIONS}
-_OPEN_HEADS = frozenset({"other", "none", "all", "general"})
 
 
 def _words(text: str) -> list[str]:
@@ -51,7 +50,7 @@ def grounded_in(value: str, utterance: str, threshold: float = 0.75) -> bool:
 
 
 def value_known(vocab: Vocabulary, base: str, value: str) -> bool:
-    return vocab.known(base, value) or vocab.code(base, value) is not None or value.casefold() in _OPEN_HEADS
+    return vocab.known(base, value) or vocab.code(base, value) is not None or (bool(value) and value.casefold() in cmas.OPEN_VALUES)
 
 
 def ground_item(base: str, item: dict, utterance: str | None, vocab: Vocabulary) -> dict[str, str]:

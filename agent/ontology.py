@@ -37,6 +37,10 @@ _CODE_SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 
+# The slot types a bare value is tried as, most specific first (a symptom name is also a history antecedent).
+_CONCEPT_ORDER = ("symptom", "medical_history", "family_history", "medication", "habit", "exposure", "disease")
+
+
 class VocabularyError(ValueError):
     pass
 
@@ -129,7 +133,10 @@ class Vocabulary:
     table: dict[str, dict[str, str | None]]
 
     def code(self, base: str, value: str) -> str | None:
-        v = value.casefold()
+        """The ontology code ``value`` names as slot type ``base``: the code itself, the mapping table, or (for
+        symptoms) a keyword naming exactly one code. The one resolver: the NLU gate, red flags, policy, matcher and
+        simulators all ask this."""
+        v = normalize(value)
         if v in self.ontology.codes.get(base, ()):
             return v
         mapped = self.table.get(base, {})
@@ -139,13 +146,21 @@ class Vocabulary:
             return self.ontology.symptom_code(v)
         return None
 
+    def concept(self, value: str, base: str | None = None) -> str | None:
+        """``base:code`` of the concept ``value`` names, trying every medical slot type when ``base`` is None (a
+        matcher comparing bare values); else the ontology's own index (diseases, antecedents); None: no concept."""
+        for b in (base,) if base else _CONCEPT_ORDER:
+            if (c := self.code(b, value)) is not None:
+                return f"{b}:{c}"
+        return None if base else self.ontology.resolve(value)
+
     def known(self, base: str, value: str) -> bool:
         """True when ``value`` is an ontology code or a listed dataset term of slot type ``base``."""
-        v = value.casefold()
+        v = normalize(value)
         return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})
 
     def same(self, base: str, a: str, b: str) -> bool:
-        if a.casefold() == b.casefold():
+        if normalize(a) == normalize(b):
             return True
         ca = self.code(base, a)
         return ca is not None and ca == self.code(base, b)
@@ -166,7 +181,7 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
         for term, code in terms.items():
             if code is not None and code not in onto.codes.get(base, ()):
                 raise VocabularyError(f"{path}: {base}.{term}: {code!r} is not an ontology code of {base}")
-            table[base][str(term).casefold()] = code
+            table[base][normalize(str(term))] = code
     return Vocabulary(onto, table)
 
 

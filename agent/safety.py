@@ -35,7 +35,11 @@ DISCLAIMER = (
     "local emergency number."
 )
 
-LEVELS = ("emergency", "urgent")
+LEVELS = ("emergency", "urgent", "possible")
+"""Flag levels, most severe first: the one home (banner, note and sort order read it). A rule is written
+``emergency`` or ``urgent``; a flag raised on uncertain evidence (a hedged or merely similar clause) is shown as
+``possible``: the clinician sees it with its evidence, and the patient gets the rule's message all the same."""
+RULE_LEVELS = LEVELS[:2]
 
 
 class RuleError(ValueError):
@@ -125,8 +129,8 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if not isinstance(message, str) or not message.strip():
             raise RuleError(f"{where}: 'message' is required")
         level = r.get("level", "urgent")
-        if level not in LEVELS:
-            raise RuleError(f"{where}: level {level!r} is not one of {LEVELS}")
+        if level not in RULE_LEVELS:
+            raise RuleError(f"{where}: level {level!r} is not one of {RULE_LEVELS}")
         all_of = tuple(_condition(c, f"{where}.all_of.{j}", vocab) for j, c in enumerate(r.get("all_of") or []))
         any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab) for j, c in enumerate(r.get("any_of") or []))
         if not all_of and not any_of:

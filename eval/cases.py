@@ -43,7 +43,7 @@ from agent.safety import RuleSet, check_red_flags, default_rules
 DEFAULT_CASES_DIR = REPO_ROOT / "data" / "cases"
 DOMAINS = ("respiratory", "cardiac", "musculoskeletal", "gastro", "mental health", "other")
 NEGATIVE_STATUSES = frozenset({"negative", "unavail", "not_traveled", "false", "not_living"})
-OPEN_HEADS = cmas.OPEN_VALUES | {"general"}
+OPEN_HEADS = cmas.OPEN_VALUES
 
 
 class CaseError(ValueError):

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from agent.ontology import DEFAULT_ONTOLOGY, load_ontology
+from agent.ontology import DEFAULT_ONTOLOGY, load_ontology, load_vocabulary
 from eval.encoder import default_encoder_path, encoder_name, offline
 from eval.tuples import Tuple
 
@@ -60,10 +60,11 @@ class SynonymMatcher(Matcher):
 
     def __init__(self, ontology: str | Path = DEFAULT_ONTOLOGY):
         self.ontology_path = Path(ontology)
-        self.ontology = load_ontology(self.ontology_path)
+        self.vocab = load_vocabulary(ontology=load_ontology(self.ontology_path))
 
     def code(self, value: str) -> str:
-        return self.ontology.resolve(value) or value
+        """The concept a value names, by the one resolver (:meth:`agent.ontology.Vocabulary.concept`)."""
+        return self.vocab.concept(value) or value
 
     def same(self, gold: str, pred: str) -> bool:
         return gold == pred or self.code(gold) == self.code(pred)

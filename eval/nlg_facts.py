@@ -62,7 +62,7 @@ from policies.nlu.lexicon import CONDITION, Lexicon, default_lexicon
 DEFAULT_CUES = REPO_ROOT / "configs" / "nlg_facts.yaml"
 NLG_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
 
-OPEN_VALUES = frozenset({"other", "none", "all", "general", ""})
+OPEN_VALUES = cmas.OPEN_VALUES
 """Head values that name no concept (an open question); never chosen as the target of a wrong utterance."""
 _NOT_CONDITIONS = frozenset({"past experience", "similar symptoms"})
 _SECOND_PERSON = [(re.compile(p), r) for p, r in (

@@ -45,6 +45,7 @@ from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_against, resolv
 from agent.protocol import ModuleOutput, TurnContext
 from agent.safety import clean_patient_text
 from eval.cases import OPEN_HEADS, CaseCard, Fact, frames_state, state_facts, supported
+from policies.nlu.answers import asked_items
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "simulate" / "lay_phrases.yaml"
 SILENCE = "..."  # what the runner sends for a simulator that said nothing: the agent hears silence, not a fact
@@ -558,21 +559,6 @@ class AgendaSimulator:
             text = self._choose(words["alone"]) if alone else self._choose(words["household_size"]).format(v=size)
             out.append(Clause(text, {base: [{"household_size": size}]}))
         return out or [Clause(self._choose(self.lex.answers.unsure), {}, "unsure")]
-
-
-def asked_items(actions: list[dict]) -> list[tuple[str, str, list[dict]]]:
-    """(slot type, value, checks) of every item the doctor's ``inquire`` actions ask about, in order."""
-    out = []
-    for act in actions or []:
-        if not isinstance(act, dict) or act.get("action") != "inquire":
-            continue
-        for base, items in act.items():
-            if base == "action" or base not in cmas.SLOTS or not isinstance(items, list):
-                continue
-            for it in items:
-                if isinstance(it, dict) and isinstance(it.get("value"), str):
-                    out.append((base, it["value"], [c for c in it.get("checks") or [] if isinstance(c, dict)]))
-    return out
 
 
 # --------------------------------------------------------------------------- oracle NLU

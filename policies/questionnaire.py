@@ -31,7 +31,7 @@ STAGES = (
 GREETING = [{"action": "nod_prompt_salutations"}]
 WRAP_UP = [{"action": "chit-chat"}]
 FAREWELL = [{"action": "nod_prompt_salutations"}]
-NOT_A_SYMPTOM = cmas.OPEN_VALUES | {"general"}
+NOT_A_SYMPTOM = cmas.OPEN_VALUES
 
 
 class QuestionnaireConfigError(ValueError):

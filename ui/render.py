@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 from agent import cmas
 from agent.export import export_session
 from agent.graph_state import InterviewState, Turn
+from agent.safety import LEVELS
 from agent.sessions import SessionInfo
 
 GROUP_LABELS = {
@@ -59,6 +60,7 @@ CSS = """
 .mhx-banner { border-radius: 8px; padding: 0.6rem 0.8rem; margin: 0 0 0.4rem; border: 2px solid; }
 .mhx-banner.emergency { background: #fef3f2; border-color: #d92d20; color: #7a271a; }
 .mhx-banner.urgent { background: #fffaeb; border-color: #dc6803; color: #7a2e0e; }
+.mhx-banner.possible { background: #f5f8ff; border-color: #6172f3; color: #2d3282; border-style: dashed; }
 .mhx-banner .lvl { font-weight: 800; letter-spacing: .05em; margin-right: 0.4rem; }
 .mhx-banner .rule { font-family: ui-monospace, monospace; font-size: 0.8rem; }
 .mhx-banner .ev { font-size: 0.85rem; margin-top: 0.2rem; }
@@ -172,9 +174,9 @@ def red_flag_banner(flags: list[dict]) -> str:
     """One banner per fired rule, most severe first: the level (word and colour), the message, rule and evidence."""
     if not flags:
         return ""
-    order = {"emergency": 0, "urgent": 1}
+    order = {level: i for i, level in enumerate(LEVELS)}
     rows = []
-    for f in sorted(flags, key=lambda f: order.get(str(f.get("level")), 2)):
+    for f in sorted(flags, key=lambda f: order.get(str(f.get("level")), len(LEVELS))):
         level = str(f.get("level") or "urgent")
         turn = f" · patient turn {f['turn']}" if f.get("turn") is not None else ""
         ev = _evidence(f)

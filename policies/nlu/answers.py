@@ -1,0 +1,231 @@
+"""Short-answer reading: what the patient's reply says about what the doctor just asked.
+
+The doctor's last action names the asked items and their checks ("any fever?", "when did the cough start?"), so a
+short answer ("No.", "About a week.", "On the left.") becomes a frame about the asked items and their asked
+attributes; a reply that names the asked item itself keeps the status its own words give.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent import cmas
+from agent.ontology import Vocabulary
+from policies.nlu import attributes as attr
+from policies.nlu.details import COUGH_KIND, DetailReader
+from policies.nlu.frame import TEST_STATUS, Frame, set_attr
+from policies.nlu.lexicon import Lexicon
+from policies.nlu.mentions import Mention, MentionFinder
+
+Asked = tuple[str, str, list[dict]]
+"""(slot type, value, checks) of one item the doctor asked about."""
+
+
+def asked_items(actions: list[dict]) -> list[Asked]:
+    """(slot type, value, checks) of every item the doctor's ``inquire`` actions ask about, in order: the one
+    reading of a doctor action's questions (the clinical NLU and the patient simulators share it)."""
+    out = []
+    for act in actions or []:
+        if not isinstance(act, dict) or act.get("action") != "inquire":
+            continue
+        for base, items in act.items():
+            if base == "action" or base not in cmas.SLOTS or not isinstance(items, list):
+                continue
+            for it in items:
+                if isinstance(it, dict) and isinstance(it.get("value"), str):
+                    out.append((base, it["value"], [c for c in it.get("checks") or [] if isinstance(c, dict)]))
+    return out
+
+
+def state_status(state: dict, base: str, value: str) -> str | None:
+    """The status under which the state holds exactly ``value`` of slot type ``base``, if it does."""
+    for status in cmas.SLOTS[base].statuses:
+        if any(it.get("value") == value for it in state.get(f"{status}_{base}") or []):
+            return status
+    return None
+
+
+class AnswerReader:
+    """Applies a reply to the asked items of the doctor's last action."""
+
+    def __init__(self, lexicon: Lexicon, vocab: Vocabulary, finder: MentionFinder, details: DetailReader):
+        self.lexicon = lexicon
+        self.vocab = vocab
+        self.finder = finder
+        self.details = details
+
+    def polarity(self, text: str) -> str | None:
+        """affirm / deny / unsure when the utterance opens with (or is) such an answer, else None."""
+        t = attr.clean(text)
+        t = re.sub(r"^(?:oh|well|so|okay|ok|hmm|and|i mean)\b[,\s]*", "", t)
+        best: tuple[int, str] | None = None
+        for kind in ("unsure", "deny", "affirm"):  # "not sure" before "not", "no" before "yes"
+            for phrase in self.lexicon.answers[kind]:
+                if re.match(rf"{re.escape(phrase)}(?![\w'])", t) and (best is None or len(phrase) > best[0]):
+                    best = (len(phrase), kind)
+        if best:
+            return best[1]
+        head = " ".join(t.split()[:6])
+        for kind in ("unsure", "deny"):
+            for phrase in self.lexicon.answers[kind]:
+                if len(phrase.split()) > 1 and re.search(rf"\b{re.escape(phrase)}\b", head):
+                    return kind
+        return None
+
+    def apply(self, frame: Frame, text: str, sents: list[str], mentions: list[Mention], asked: list[Asked],
+              state: dict, doctor: str) -> None:
+        """Write what the reply says about each asked item into ``frame``."""
+        if not asked:
+            return
+        polarity = self.polarity(text)
+        said = {(m.base, m.value) for m in mentions}
+        status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
+        named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
+        # "What do you take it for?" - "It's for my asthma": what the answer names is the purpose, else the doctor's topic
+        named_purpose = next((m.value for m in mentions if m.base in ("medical_history", "symptom")
+                              and m.status == "positive"), None)
+        topic = named_purpose or self.doctor_topic(doctor)
+        doctor_factors = self.doctor_factors(doctor, polarity)
+        for base, value, checks in asked:
+            spec = cmas.SLOTS[base]
+            if not spec.medical:
+                self._answer_record(frame, base, polarity)
+                continue
+            if value.casefold() in cmas.OPEN_VALUES:
+                if value.casefold() == "all" and base == "symptom":
+                    for it in state.get("positive_symptom") or []:
+                        self.answer_checks(frame, base, it["value"], checks, sents, "positive", polarity, topic)
+                elif base == "medication" and topic:
+                    for (name, _), item in frame.items.items():
+                        if name == "positive_medication" and "respone_to" not in item:
+                            item["respone_to"] = topic
+                continue
+            if (base, value) in named:
+                # the patient named it: the mention's status stands; the asked check values still apply
+                for (name, v), item in frame.items.items():
+                    if v == value and name.endswith(base):
+                        self.check_values(item, checks, base)
+                continue
+            if named:
+                continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
+            if polarity == "affirm" and any(m.base == "symptom" and m.status == "positive" for m in mentions):
+                continue  # "Yes, I feel sick" to "any cough?" - the yes is about what they named
+            known = state_status(state, base, value)
+            busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
+            extracted = self.answer_checks(frame, base, value, checks, sents, None, polarity, topic, busy=busy)
+            attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
+            if known == "positive" and not checks and status == "negative" and not extracted:
+                continue  # "is the pain radiating?" - "No": the patient still has the pain
+            if known and base == "symptom" and doctor_factors and not extracted and \
+                    any(c.get("type") == "ana_factors" for c in checks):
+                item = frame.item(base, value, known)
+                for k, v in doctor_factors.items():
+                    set_attr(item, k, v)
+                continue
+            if known and attribute_question:
+                # "does anything make it worse?" - "No": says nothing about having the symptom
+                item_status = known if extracted else None
+            else:
+                item_status = status or ((known or "positive") if extracted else None)
+            if item_status is None:
+                continue
+            if base == "medical_test":
+                item_status = TEST_STATUS.get(item_status, item_status)
+            self.answer_checks(frame, base, value, checks, sents, item_status, polarity, topic, busy=busy)
+
+    def doctor_factors(self, doctor: str, polarity: str | None) -> dict[str, list[str]]:
+        """"Does lying down make it worse?" - "Yes": the factor is the doctor's, the answer the patient's."""
+        if polarity not in ("affirm", "deny") or not doctor:
+            return {}
+        asked = attr.factors(attr.clean(doctor), self.lexicon.factors)
+        out = {}
+        for key, values in asked.items():
+            key = key.removeprefix("not_")
+            out[key if polarity == "affirm" else f"not_{key}"] = values
+        return out
+
+    def doctor_topic(self, doctor: str) -> str | None:
+        """The symptom or condition the doctor's utterance is about ("anything for this cough?"): what a
+        medication the patient names is taken for."""
+        if not doctor.strip():
+            return None
+        for m in self.finder.mentions(doctor)[0]:
+            if m.base in ("symptom", "medical_history"):
+                return m.value
+        return None
+
+    @staticmethod
+    def check_values(item: dict, checks: list[dict], base: str) -> None:
+        """A yes/no answer to "any pain in your abdomen?" confirms or denies it *there*: the asked values."""
+        spec = cmas.SLOTS[base]
+        for c in checks:
+            kind, values = c.get("type"), c.get("values") or []
+            if not values:
+                continue
+            if kind in ("location",) and kind in spec.lists:
+                set_attr(item, kind, list(values))
+            elif kind in ("where", "duration") and kind in spec.scalar and item.get(kind) is None:
+                item[kind] = values[0]
+
+    def answer_checks(self, frame: Frame, base: str, value: str, checks: list[dict], sents: list[str],
+                      status: str | None, polarity: str | None, topic: str | None = None,
+                      busy: set[int] | None = None) -> bool:
+        """Attributes the answer gives for the asked checks, applied to the item when ``status`` is given; whether
+        there are any."""
+        found: dict = {}
+        kinds = {c.get("type") for c in checks}
+        whole = " ".join(sents)
+        if base == "symptom":
+            self._symptom_checks(found, value, checks, kinds, sents, whole, polarity, busy or set())
+        elif base in ("habit", "medical_history"):
+            key = "starting"
+            if kinds & {"starting", "onset", "when"} and (v := attr.onset(whole, asked=True)):
+                found[key] = v
+            if "frequency" in kinds and (v := attr.frequency(whole)):
+                found["frequency"] = v
+            if base == "habit" and (v := attr.frequency(whole)):
+                found["frequency"] = v
+        elif base == "medication":
+            if "frequency" in kinds and (v := attr.frequency(whole)):
+                found["frequency"] = v
+            if kinds & {"impact", "respone_to"} and (v := attr.impact(whole)):
+                found["impact"] = v
+            if "respone_to" in kinds and topic:
+                found["respone_to"] = topic
+        elif base == "family_history" and "relation" in kinds and (r := self.finder.relation(whole)):
+            found["relation"] = r
+        elif base == "exposure" and (w := attr.where(whole)):
+            found["where"] = w
+        if status is None:
+            return bool(found)
+        item = frame.item(base, value, status)
+        for k, v in found.items():
+            set_attr(item, k, v)
+        self.check_values(item, checks, base)
+        return bool(found)
+
+    def _symptom_checks(self, found: dict, value: str, checks: list[dict], kinds: set, sents: list[str], whole: str,
+                        polarity: str | None, busy: set[int]) -> None:
+        for i, clause in enumerate(sents):
+            if i in busy:
+                continue  # "I smoke a pack a day" answers nothing about the asked cough
+            for k, v in self.details.symptom_attributes(clause, value, kinds).items():
+                wanted = (k in kinds or k in ("onset", "severity", "progression", "duration", "frequency")
+                          or k.endswith("factor")
+                          or (k.endswith("characteristics") and "characteristics" in kinds))
+                if wanted:
+                    set_attr(found, k, v)
+        for c in checks:
+            if c.get("type") == "characteristics" and c.get("values") and "positive_characteristics" not in found:
+                options = [o.strip() for v in c["values"] for o in re.split(r"\bor\b|,", v)]
+                said = [o for o in options if o and re.search(rf"\b{re.escape(o.split()[0])}\b", whole)]
+                if said:
+                    found["positive_characteristics"] = [COUGH_KIND.get(o.split()[0], o) if value == "coughing" else o
+                                                         for o in said]
+            if c.get("type") == "duration" and c.get("values") and polarity == "affirm":
+                found.setdefault("duration", c["values"][0])
+
+    @staticmethod
+    def _answer_record(frame: Frame, base: str, polarity: str | None) -> None:
+        if base == "travel" and polarity in ("deny", "affirm") and "travel" not in frame.records:
+            frame.record("travel")["status"] = "not_traveled" if polarity == "deny" else "traveled"

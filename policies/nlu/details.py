@@ -1,0 +1,144 @@
+"""The details of what the patient named: each mention's attributes (onset, severity, factors, location...) read
+from its own part of the sentence, and the records (age, sex, home, job, travel) read from the whole utterance.
+
+The attribute extractors themselves (one regular-language reader per attribute) live in
+``policies.nlu.attributes``; this module decides which words each mention's attributes are read from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.ontology import Vocabulary
+from policies.nlu import attributes as attr
+from policies.nlu.frame import TEST_STATUS, Frame, set_attr
+from policies.nlu.lexicon import Lexicon
+from policies.nlu.mentions import Mention, segments
+
+# Cough characteristics people name -> the dataset's values.
+COUGH_KIND = {"dry": "dry cough", "wet": "wet cough", "productive": "wet cough", "phlegm": "wet cough",
+              "sputum": "wet cough", "mucus": "wet cough", "barky": "barky", "barking": "barky", "harsh": "harsh",
+              "hacking": "hacking"}
+
+
+def mention_status(m: Mention) -> str:
+    """A mention's status as its slot type spells it (a test is avail/unavail, not positive/negative)."""
+    if m.base == "medical_test":
+        return TEST_STATUS[m.status]
+    return m.status
+
+
+class DetailReader:
+    """Attributes of the mentions and the utterance's records, written into a :class:`Frame`."""
+
+    def __init__(self, lexicon: Lexicon, vocab: Vocabulary):
+        self.lexicon = lexicon
+        self.vocab = vocab
+
+    def symptom_attributes(self, clause: str, value: str, asked_checks: set[str]) -> dict:
+        """The attributes of symptom ``value`` that ``clause`` gives (``asked_checks``: what the doctor asked)."""
+        out: dict = {}
+        set_attr(out, "onset", attr.onset(clause, asked="onset" in asked_checks))
+        set_attr(out, "duration", attr.duration(clause))
+        set_attr(out, "frequency", attr.frequency(clause))
+        set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
+        prog = attr.progression(clause)
+        if prog and not (prog.endswith("worse over time") and re.search(r"\bworse (?:at|in|when|with|after|if|on)\b", clause)):
+            set_attr(out, "progression", prog)
+        for key, values in attr.factors(clause, self.lexicon.factors).items():
+            set_attr(out, key, [v for v in values if not self.vocab.same("symptom", v, value)])
+        if self.vocab.same("symptom", value, "colored/excess sputum"):
+            set_attr(out, "color", attr.color(clause))
+            set_attr(out, "volume", attr.volume(clause))
+        if "pain" in value or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs") or \
+                "location" in asked_checks:
+            set_attr(out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations)
+                                       if x not in value])  # "chest pain" located in the chest says nothing new
+        if value != "coughing" and ("characteristics" in asked_checks or "pain" in value):
+            set_attr(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))
+        if value == "coughing":
+            kinds = [v for k, v in COUGH_KIND.items() if re.search(rf"\b{k}\b", clause)]
+            if kinds and ("characteristics" in asked_checks or re.search(r"\b(dry|wet|productive|barky|harsh)\b", clause)):
+                set_attr(out, "positive_characteristics", list(dict.fromkeys(kinds)))
+        return out
+
+    def attributes(self, frame: Frame, mentions: list[Mention], sents: list[str],
+                   asked: list[tuple[str, str, list[dict]]]) -> None:
+        """Each mention's attributes from its own segment; a sentence naming nothing dates what was just named."""
+        asked_checks = {c.get("type") for _, _, checks in asked for c in checks}
+        by_sent: dict[int, list[Mention]] = {}
+        for m in mentions:
+            by_sent.setdefault(m.sent, []).append(m)
+        part = segments(mentions)
+        last_symptoms: list[Mention] = []
+        for i, sentence in enumerate(sents):
+            here = by_sent.get(i, [])
+            symptoms = [m for m in here if m.base == "symptom" and m.status != "negative"]
+            carried = not here and last_symptoms  # "It started a week ago." is about what was just named
+            for m in symptoms or (last_symptoms if carried else []):
+                item = frame.item("symptom", m.value, mention_status(m))
+                clause = sentence if carried else part.get(id(m), sentence)
+                for k, v in self.symptom_attributes(clause, m.value, asked_checks).items():
+                    set_attr(item, k, v)
+            self.share_trailing_time(frame, symptoms)
+            values = {m.value for m in symptoms}
+            if "coughing" in values and any(self.vocab.same("symptom", v, "colored/excess sputum") for v in values):
+                set_attr(frame.item("symptom", "coughing", "positive"), "positive_characteristics", ["wet cough"])
+            if symptoms:
+                last_symptoms = symptoms
+            for m in here:
+                self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
+
+    def _other_attributes(self, frame: Frame, m: Mention, here: list[Mention], clause: str, sentence: str,
+                          asked_checks: set[str]) -> None:
+        if m.base == "habit" and m.status == "positive":
+            item = frame.item("habit", m.value, "positive")
+            set_attr(item, "frequency", attr.frequency(clause))
+            if re.search(r"\b(since|for|started|ago)\b", clause) or "starting" in asked_checks:
+                set_attr(item, "starting", attr.onset(clause, asked="starting" in asked_checks))
+        elif m.base == "medication" and m.status == "positive":
+            item = frame.item("medication", m.value, "positive")
+            set_attr(item, "frequency", attr.frequency(clause))
+            if re.search(r"\b(help|helps|helped|helping|work|worked|better|difference|relief)\b", clause):
+                set_attr(item, "impact", attr.impact(clause))
+            # what it is taken for is named after "for", usually outside the medication's own words
+            cond = [x for x in here if x.base in ("medical_history", "symptom") and x.status == "positive"]
+            if cond and re.search(r"\bfor\b", sentence):
+                set_attr(item, "respone_to", cond[0].value)
+        elif m.base == "exposure":
+            item = frame.item("exposure", m.value, m.status)
+            set_attr(item, "where", attr.where(clause))
+
+    @staticmethod
+    def share_trailing_time(frame: Frame, symptoms: list[Mention]) -> None:
+        """"A cough that's been getting worse, and short of breath for the last few months": a time said once, after
+        several symptoms, dates the earlier ones that have no time of their own. Only onset travels back, and only
+        to symptoms named before it in the same sentence (a later symptom's "since yesterday" stays its own)."""
+        ordered = sorted(symptoms, key=lambda m: m.char_start)
+        items = [frame.item("symptom", m.value, mention_status(m)) for m in ordered]
+        for i, item in enumerate(items):
+            if "onset" in item:
+                for earlier in items[:i]:
+                    earlier.setdefault("onset", item["onset"])
+                break
+
+    @staticmethod
+    def records(frame: Frame, text: str, whole: str, asked: list) -> None:
+        """Basic information, residence, occupation and travel said anywhere in the utterance."""
+        asked_bases = {b for b, _, _ in asked}
+        a = attr.age(whole) or (attr.bare_age(whole) if "basic_information" in asked_bases else None)
+        if a and ("basic_information" in asked_bases or "years old" in whole):
+            frame.record("basic_information")["age"] = a
+        if s := attr.sex(whole):
+            frame.record("basic_information")["sex"] = s
+        if (home := attr.dwelling(whole)) is not None:
+            rec = frame.record("residence")
+            rec.update({"value": home, "status": "living"})
+        if (j := attr.job(whole, asked="occupation" in asked_bases)) is not None:
+            frame.record("occupation").update({"value": j, "status": "true"})
+        if attr.travel(whole):
+            rec = frame.record("travel")
+            negated = re.search(r"\b(no|not|haven't|didn't|never|nowhere)\b", whole)
+            rec["status"] = "not_traveled" if negated else "traveled"
+            if not negated and (dest := attr.destination(text)):
+                rec["destination"] = dest

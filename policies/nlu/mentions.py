@@ -1,0 +1,115 @@
+"""Mention finding: which concepts the patient named, with their status and owner.
+
+A spaCy ``PhraseMatcher`` over the lexicon (``policies.nlu.lexicon``; the longest match wins, so "chest pain" is
+not also "pain") finds the mentions; medspaCy ConText (``agent.clinical_text``) gives each one's status (negated,
+uncertain) and whether a relative is the subject ("my brother had a heart attack": family history).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from agent.clinical_text import PhraseFinder
+from policies.nlu import attributes as attr
+from policies.nlu.lexicon import CONDITION, Lexicon
+
+
+@dataclass
+class Mention:
+    base: str  # CMAS slot type (condition already resolved)
+    value: str
+    status: str  # positive / negative / unknown
+    sent: int
+    start: int
+    relation: str | None = None
+    sentence: str = ""  # the sentence as written
+    char_start: int = 0  # the mention's place in it
+    char_end: int = 0
+
+
+class MentionFinder:
+    """The lexicon's phrases found in an utterance, as :class:`Mention` s."""
+
+    def __init__(self, lexicon: Lexicon):
+        self.lexicon = lexicon
+
+    @cached_property
+    def finder(self) -> PhraseFinder:
+        self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
+        return PhraseFinder((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms))
+
+    def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
+        """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
+        found, sents = self.finder.find(text)
+        out = []
+        for f in found:
+            base, value = self._terms[f.key]
+            relation = self.relation(f.sentence.lower()) if f.family else None
+            if base == CONDITION:
+                base = "family_history" if relation else "medical_history"
+            elif relation and base == "symptom":
+                # a relative with the symptom: someone sick around the patient
+                base, value = "exposure", "sick person"
+            out.append(Mention(base, value, f.status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
+        return out, [attr.clean(s) for s in sents]
+
+    def relation(self, sentence: str) -> str | None:
+        """The first relation word of the lexicon in ``sentence`` (lower case), if any."""
+        for word in self.lexicon.relations:
+            if re.search(rf"\b{re.escape(word)}\b", sentence):
+                return word
+        return None
+
+
+_COORDINATED = re.compile(r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:a|an|the|some|my|any|also)?\s*$", re.I)
+_BOUNDARY = re.compile(r"[,;:]|\b(?:and|but|or|while|whereas|plus|then|also|as well as)\b", re.I)
+
+
+def segments(mentions: list[Mention]) -> dict[int, str]:
+    """The part of its sentence that each mention's attributes are read from, by ``id(mention)``.
+
+    A sentence that names several things says each one's details next to it: "a fever since yesterday and a cough
+    for about a week" gives the fever "since yesterday" and the cough "about a week". The words between two
+    mentions are split at the last clause boundary between them (a comma, "and", "but"...): what precedes it
+    belongs to the first, the rest (pre-modifiers such as "green" in "green phlegm") to the second. Mentions joined
+    by a bare conjunction ("a cough and fever for a week") are one group and share their words."""
+    out: dict[int, str] = {}
+    by_sent: dict[int, list[Mention]] = {}
+    for m in mentions:
+        by_sent.setdefault(m.sent, []).append(m)
+    for ms in by_sent.values():
+        ms = sorted(ms, key=lambda m: m.char_start)
+        sentence = ms[0].sentence
+        groups: list[list[Mention]] = [[ms[0]]]
+        cuts = [0]
+        for prev, nxt in zip(ms, ms[1:], strict=False):
+            gap = sentence[prev.char_end:nxt.char_start]
+            if nxt.char_start <= prev.char_end or _COORDINATED.match(gap):
+                groups[-1].append(nxt)
+                continue
+            bounds = list(_BOUNDARY.finditer(gap))
+            last = bounds[-1] if bounds else None
+            cuts.append(prev.char_end + (last.start() if last else 0))
+            groups.append([nxt])
+        cuts.append(len(sentence))
+        for i, group in enumerate(groups):
+            part = sentence[cuts[i]:cuts[i + 1]]
+            for m in group:
+                out[id(m)] = attr.clean(part)
+    return out
+
+
+def resolve_pain(mentions: list[Mention], state: dict) -> None:
+    """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the
+    latest one in the state ("I take ibuprofen for the pain" after chest pain is about the chest pain)."""
+    specific = [m.value for m in mentions if m.base == "symptom" and m.value != "pain" and "pain" in m.value]
+    known = [it["value"] for it in state.get("positive_symptom") or [] if "pain" in str(it.get("value", ""))
+             and it.get("value") != "pain"]
+    target = specific[0] if specific else known[-1] if known else None
+    if target is None:
+        return
+    for m in mentions:
+        if m.base == "symptom" and m.value == "pain":
+            m.value = target

@@ -31,6 +31,8 @@ COMMAND_MODULES = (
     "agent.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
     "eval.simulate",  # medhx simulate (whole interviews against patient simulators)
     "eval.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
+    "eval.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
+    "eval.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
 )
 
 

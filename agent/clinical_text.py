@@ -26,13 +26,55 @@ def conversation_rules():
     neg = ["haven't", "have not", "hasn't", "don't", "do not", "didn't", "did not", "never", "nope", "nothing",
            "none", "no longer", "not had", "not noticed", "can't say i have", "wasn't", "weren't", "isn't", "aren't",
            "doesn't", "does not", "i don't think", "neither", "nor"]
-    unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "i think", "i guess",
-              "don't know", "not certain", "kind of", "sort of", "can't remember", "don't remember", "probably"]
+    # Uncertainty about whether it happens, not the hedges people wrap a plain statement in ("I think I've lost
+    # weight", "sort of a tight chest" state the symptom: MediTOD annotates them positive).
+    unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "don't know",
+              "not certain", "can't remember", "don't remember", "no idea"]
     rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
     rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in ("but", "except", "although", "though",
                                                                                     "however", "just", "only", "other than")]
+    # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
+    rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
+        {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
+    # A relative who only reports ("my wife says I snore", "my son noticed I was muddled") does not own what they
+    # report: the longer PSEUDO match removes the FAMILY cue it contains.
+    rules.append(ConTextRule("relative reports", "FAMILY", direction="PSEUDO", pattern=[
+        {"LOWER": "my", "OP": "?"}, {"LOWER": {"IN": list(RELATIVES)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"},
+        {"LOWER": {"IN": ["has", "had", "keeps", "always", "just", "then", "also"]}, "OP": "?"},
+        {"LOWER": {"IN": list(REPORTING_VERBS)}}]))
+    # "I can't stop coughing", "I couldn't keep food down": an inability is no denial (medspaCy's "n't" cue would
+    # negate what follows); "No, got high blood pressure": a bare answer word before a comma answers the question
+    # and does not negate the next clause.
+    rules.append(ConTextRule("can't", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["ca", "could", "wo", "can"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}}]))
+    rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
+        {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))
+    # A new clause about the patient ends a relative's scope: "my brother had a heart attack and I get chest pain".
+    rules.append(ConTextRule("and i", "FAMILY", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
+        {"LOWER": {"IN": ["i", "i'm", "i've", "i'd", "i’m", "i’ve", "me", "myself"]}}]))
+    # The patient's past, said as people say it (medspaCy's HISTORICAL cues are written for notes: "h/o").
+    hist_fwd = ["in the past", "used to", "back in", "years ago i", "a long time ago", "as a child", "as a kid",
+                "as a teenager", "when i was younger", "when i was a child", "when i was a kid", "when i was little",
+                "when i was a teenager", "once before", "previously"]
+    hist_back = ["years ago", "when i was a child", "when i was a kid", "when i was little", "when i was a teenager",
+                 "when i was younger", "as a child", "as a kid", "as a teenager", "a long time ago", "in the past",
+                 "back then", "ages ago", "decades ago"]
+    rules += [ConTextRule(p, "HISTORICAL", direction="FORWARD", max_scope=10) for p in hist_fwd]
+    rules += [ConTextRule(f"{p} ", "HISTORICAL", direction="BACKWARD", max_scope=12,
+                          pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back]
     return rules
+
+
+KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
+father-in-law mother-in-law""".split())
+RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
+grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
+friends flatmate roommate colleague boss""".split())
+REPORTING_VERBS = frozenset("""says said say thinks thought reckons reckoned noticed notices notice tells told mentioned
+pointed complains complained worries worried saw sees heard hears feels felt wonders wondered""".split())
 
 
 @dataclass(frozen=True)
@@ -46,6 +88,7 @@ class Found:
     sentence: str
     char_start: int = 0  # where the match lies in ``sentence`` (characters)
     char_end: int = 0
+    historical: bool = False  # a past-time cue modifies it ("when I was a child", "years ago")
 
 
 class PhraseFinder:
@@ -56,16 +99,9 @@ class PhraseFinder:
 
     @cached_property
     def _pipeline(self):
-        import medspacy  # noqa: F401  (registers the medspacy_* factories and the span extensions)
-        import spacy
-        from loguru import logger
         from spacy.matcher import PhraseMatcher
 
-        logger.disable("PyRuSH")
-        nlp = spacy.blank("en")
-        nlp.add_pipe("sentencizer")
-        context = nlp.add_pipe("medspacy_context")
-        context.add(conversation_rules())
+        nlp = context_pipeline()
         matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
         keys: dict[str, str] = {}
         for i, (phrase, key) in enumerate(self._phrases):
@@ -95,5 +131,104 @@ class PhraseFinder:
             status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
             offset = sents[sent].start_char
             out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
-                             ent.start_char - offset, ent.end_char - offset))
+                             ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+
+def context_pipeline():
+    """A blank English pipeline with a sentencizer and medspaCy ConText (its clinical rules plus
+    :func:`conversation_rules`). Built once per caller (about 3 s)."""
+    import medspacy  # noqa: F401  (registers the medspacy_* factories and the span extensions)
+    import spacy
+    from loguru import logger
+
+    logger.disable("PyRuSH")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    context = nlp.add_pipe("medspacy_context")
+    context.add(conversation_rules())
+    return nlp
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A stretch of a patient turn (a clause, two neighbouring clauses, or a sentence) with the ConText reading of
+    its content words: ``negated`` / ``uncertain`` / ``family`` / ``historical`` when that cue governs it."""
+
+    text: str
+    negated: bool
+    uncertain: bool
+    family: bool
+    historical: bool
+    words: int  # content words
+
+
+# Function words and ConText cue words: they carry no content of their own, so a clause's status is read from the
+# others. Only what a cue modifies counts.
+_FUNCTION = frozenset("""a an the and or but so to of in on at for with by from up down out off over into onto about as
+is am are was were be been being do does did have has had having i i'm i've i'd me my mine myself you your it its it's
+this that these those there here he she they them his her their we us our not no never nothing none don't didn't
+doesn't haven't hasn't isn't wasn't weren't aren't can't cannot couldn't won't wouldn't just only really very quite
+bit little lot some any also too then than if when while because like well oh um uh er yeah yes okay ok maybe
+perhaps probably think guess sure know kind sort might""".split())
+_CLAUSE_CUT = frozenset({",", ";", ":", "and", "but", "so", "because", "then", "although", "though", "while", "plus",
+                         "whereas", "which"})
+
+
+class ClauseReader:
+    """Splits a patient turn into clauses and reads each one's ConText status, for matchers that compare whole
+    clauses rather than phrases (the red-flag screen, the NLU's second stage).
+
+    Every content token is made a ConText target, so the same rules that give a lexicon mention its status give a
+    clause its status: a clause is negated when most of its content words are in a negation's scope, about a
+    relative or the past likewise, and uncertain when a third of them are in a hedge's scope."""
+
+    @cached_property
+    def _nlp(self):
+        return context_pipeline()
+
+    def clauses(self, text: str, max_words: int = 40) -> list[Clause]:
+        """Each clause, each pair of neighbouring clauses of a sentence, each sentence, and each pair of neighbouring
+        short sentences ("My chest is tight. It goes down my arm."), with at least two content words."""
+        from spacy.tokens import Span
+
+        if not text.strip():
+            return []
+        nlp = self._nlp
+        doc = nlp.make_doc(text)
+        doc = nlp.get_pipe("sentencizer")(doc)
+        content = [t for t in doc if t.is_alpha and t.lower_ not in _FUNCTION and len(t) > 1]
+        doc.ents = [Span(doc, t.i, t.i + 1, label="W") for t in content]
+        doc = nlp.get_pipe("medspacy_context")(doc)
+        state: dict[int, set[str]] = {}
+        for ent in doc.ents:
+            state[ent.start] = {m.category for m in ent._.modifiers}
+        windows: list[tuple[int, int]] = []
+        sents = list(doc.sents)
+        for si, sent in enumerate(sents):
+            cuts = [sent.start] + [t.i for t in sent if t.lower_ in _CLAUSE_CUT and t.i > sent.start] + [sent.end]
+            parts = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+            windows += parts
+            windows += [(parts[i][0], parts[i + 1][1]) for i in range(len(parts) - 1)]
+            if len(parts) > 2:
+                windows.append((sent.start, sent.end))
+            if si + 1 < len(sents) and len(sent) + len(sents[si + 1]) <= max_words:
+                windows.append((sent.start, sents[si + 1].end))
+        out, seen = [], set()
+        for a, b in windows:
+            span = doc[a:b]
+            words = [state.get(t.i) for t in span if t.i in state]
+            if len(words) < 2 or b - a > max_words * 2:
+                continue
+            clause_text = span.text.strip(" ,;:")
+            if clause_text.lower() in seen:
+                continue
+            seen.add(clause_text.lower())
+            n = len(words)
+
+            def share(cat: str, ws=words) -> float:
+                return sum(1 for w in ws if cat in w) / len(ws)
+
+            out.append(Clause(clause_text, share("NEGATED_EXISTENCE") >= 0.5, share("POSSIBLE_EXISTENCE") >= 1 / 3,
+                              share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
+        return out

@@ -166,7 +166,10 @@ class Vocabulary:
         return ca is not None and ca == self.code(base, b)
 
 
-def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | None = None) -> Vocabulary:
+def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | None = None,
+                    extra: bool = True) -> Vocabulary:
+    """The dataset-to-ontology table of ``path``, plus (``extra``) the values ``agent.lay_terms`` adds from the
+    Human Phenotype Ontology and the curated drug classes."""
     onto = ontology or load_ontology()
     raw = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(raw, dict):
@@ -182,12 +185,36 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
             if code is not None and code not in onto.codes.get(base, ()):
                 raise VocabularyError(f"{path}: {base}.{term}: {code!r} is not an ontology code of {base}")
             table[base][normalize(str(term))] = code
-    return Vocabulary(onto, table)
+    vocab = Vocabulary(onto, table)
+    if extra:
+        from agent.lay_terms import extra_terms  # the sources beyond MediTOD (HPO, drug classes)
+
+        for base, values in extra_terms().items():
+            for value in values:
+                if not vocab.known(base, value):  # a keyword of an ontology entry keeps pointing at its code
+                    table.setdefault(base, {})[value] = vocab.code(base, value)
+    return vocab
 
 
 @lru_cache(maxsize=1)
 def default_vocabulary() -> Vocabulary:
     return load_vocabulary()
+
+
+# A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.
+_PAIN_SITE = {"abdomen": "abdominal", "joints": "joint", "testicles": "testicular", "back": "back", "lower back": "low back",
+              "head": "head", "neck": "neck", "ear": "ear", "ears": "ear", "chest": "chest", "stomach": "stomach"}
+
+
+def symptom_names(value: str, item: dict) -> list[str]:
+    """What a symptom item names: its value, and for a located pain the pain of each place, as the dataset
+    (``chest pain``) and lay speech (``abdominal pain``) name it, so a rule or a check written either way sees it."""
+    names = [value]
+    if value == "pain" or value.endswith(" pain"):
+        for loc in item.get("location") or []:
+            if isinstance(loc, str):
+                names += [f"{loc} pain", f"{_PAIN_SITE.get(loc.casefold(), loc)} pain"]
+    return list(dict.fromkeys(names))
 
 
 def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:

@@ -15,16 +15,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from agent import cmas
-from agent.clinical_text import PhraseFinder
+from agent.clinical_text import ClauseReader, PhraseFinder
 from agent.grounding import ground_frames
-from agent.ontology import Vocabulary, default_vocabulary
+from agent.ontology import Vocabulary, default_vocabulary, symptom_names
 from agent.paths import REPO_ROOT
+from agent.semantic import Encoder, default_encoder
 from agent.tracker import update_state
 
 DEFAULT_RULES = REPO_ROOT / "configs" / "red_flags.yaml"
@@ -66,6 +68,19 @@ class Rule:
     all_of: tuple[Condition, ...] = ()
     any_of: tuple[Condition, ...] = ()
     phrases: tuple[str, ...] = ()  # lay phrasings that raise the flag from the patient's own words
+    descriptions: tuple[str, ...] = ()  # what a patient with this flag says: the semantic matcher's references
+    source: str = ""  # the guideline the red-flag set comes from
+    hedge_keeps_level: bool = False  # a hedge is how patients say it (self-harm, suicide): never "possible"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """Cosine similarity (all-MiniLM-L6-v2) of a patient clause to a rule description at which the rule fires at
+    its level (``fire``) or is raised as ``possible``."""
+
+    fire: float = 0.66
+    possible: float = 0.58
+    margin: float = 0.05  # how much nearer to the rule than to any ordinary complaint a clause must be to fire
 
 
 @dataclass
@@ -83,6 +98,22 @@ class RuleSet:
     rules: list[Rule]
     vocab: Vocabulary
     finder: PhraseFinder | None = None  # the rules' phrases, with ConText status
+    screen: Screen = field(default_factory=Screen)
+    clauses: ClauseReader = field(default_factory=ClauseReader)
+    encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
+    ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
+
+    @cached_property
+    def ordinary_embeddings(self) -> np.ndarray:
+        return (self.encoder or default_encoder()).embed_references(list(self.ordinary))
+
+    @cached_property
+    def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
+        """Every rule description as (rule index, text, negated) and their unit embeddings, one row each."""
+        rows = [(i, d) for i, r in enumerate(self.rules) for d in r.descriptions]
+        negated = {c.text.lower(): c.negated for d in dict.fromkeys(t for _, t in rows) for c in self.clauses.clauses(d)}
+        refs = [(i, d, negated.get(d.lower(), False)) for i, d in rows]
+        return refs, (self.encoder or default_encoder()).embed_references([d for _, d in rows])
 
 
 def _condition(raw: object, where: str, vocab: Vocabulary) -> Condition:
@@ -116,12 +147,14 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a 'rules' list")
+    if unknown := set(raw) - {"rules", "screen", "ordinary"}:
+        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: ['ordinary', 'rules', 'screen']")
     rules, seen = [], set()
     for i, r in enumerate(raw["rules"]):
         where = f"{path}: rules.{i}"
         if not isinstance(r, dict):
             raise RuleError(f"{where}: expected a mapping")
-        if unknown := set(r) - {"id", "message", "level", "all_of", "any_of", "phrases"}:
+        if unknown := set(r) - _RULE_KEYS:
             raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
         rid, message = r.get("id"), r.get("message")
         if not isinstance(rid, str) or not rid or rid in seen:
@@ -135,13 +168,41 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab) for j, c in enumerate(r.get("any_of") or []))
         if not all_of and not any_of:
             raise RuleError(f"{where}: a rule needs 'all_of' or 'any_of'")
-        phrases = r.get("phrases") or []
-        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
-            raise RuleError(f"{where}: 'phrases' must be a list of non-empty strings")
+        phrases = _texts(r.get("phrases"), f"{where}: 'phrases'")
+        descriptions = _texts(r.get("descriptions"), f"{where}: 'descriptions'")
+        source = r.get("source", "")
+        if not isinstance(source, str):
+            raise RuleError(f"{where}: 'source' must be a string (the guideline the rule comes from)")
+        keeps = r.get("hedge_keeps_level", False)
+        if not isinstance(keeps, bool):
+            raise RuleError(f"{where}: 'hedge_keeps_level' must be true or false")
         seen.add(rid)
-        rules.append(Rule(rid, message.strip(), level, all_of, any_of, tuple(" ".join(p.lower().split()) for p in phrases)))
+        rules.append(Rule(rid, message.strip(), level, all_of, any_of, tuple(" ".join(p.lower().split()) for p in phrases),
+                          tuple(" ".join(d.split()) for d in descriptions), source.strip(), keeps))
     finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
-    return RuleSet(rules, vocab, finder)
+    ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
+    return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary)
+
+
+_RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "phrases", "descriptions", "source", "hedge_keeps_level"}
+
+
+def _texts(raw: object, where: str) -> list[str]:
+    raw = raw or []
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise RuleError(f"{where} must be a list of non-empty strings")
+    return raw
+
+
+def _screen(raw: object, path: str | Path) -> Screen:
+    if raw is None:
+        return Screen()
+    if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin"}:
+        raise RuleError(f"{path}: screen: expected a mapping with 'fire', 'possible' and 'margin' (cosine similarities)")
+    screen = Screen(**{k: float(v) for k, v in raw.items()})
+    if not 0 < screen.possible <= screen.fire <= 1:
+        raise RuleError(f"{path}: screen: need 0 < possible <= fire <= 1, got {screen}")
+    return screen
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -152,58 +213,145 @@ def _severity(item: dict) -> float | None:
     return float(m.group()) if m else None
 
 
-def _matches(state: dict, cond: Condition, vocab: Vocabulary) -> list[dict]:
+def _located(cond: Condition, item: dict) -> bool:
+    if not cond.location:
+        return True
+    places = [str(x).lower() for x in item.get("location") or []]
+    return any(want in place or place in want for want in cond.location for place in places)
+
+
+def _matches(state: dict, cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict]:
     spec = cmas.SLOTS[cond.slot]
-    names = [f"{s}_{cond.slot}" for s in cond.status] if spec.statuses else [cond.slot]
+    names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
     evidence = []
     for name in names:
         for item in state.get(name) or []:
             value = item.get("value")
-            if not isinstance(value, str) or not any(vocab.same(cond.slot, value, v) for v in cond.values):
+            if not isinstance(value, str):
                 continue
-            if cond.location and not set(cond.location) & set(item.get("location") or []):
+            if not any(vocab.same(cond.slot, n, v) for n in symptom_names(value, item) for v in cond.values):
+                continue
+            if not _located(cond, item):
                 continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
                 continue
-            evidence.append({"slot": name, "value": value, **({"severity": item["severity"]} if "severity" in item else {})})
+            evidence.append({"slot": name, "value": value, **({"severity": item["severity"]} if "severity" in item else {}),
+                             **({"location": item["location"]} if item.get("location") else {})})
+    return evidence
+
+
+def _rule_evidence(rule: Rule, state: dict, vocab: Vocabulary, uncertain: bool) -> list[dict] | None:
+    """The evidence for ``rule`` in ``state`` (None: it does not fire). ``uncertain``: items the patient was unsure
+    about (status unknown) count as well as positive ones."""
+    def found(cond: Condition) -> list[dict]:
+        statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
+        return _matches(state, cond, vocab, statuses)
+
+    evidence: list[dict] = []
+    for cond in rule.all_of:
+        got = found(cond)
+        if not got:
+            return None
+        evidence.extend(got)
+    if rule.any_of:
+        got = [e for cond in rule.any_of for e in found(cond)]
+        if not got:
+            return None
+        evidence.extend(got)
     return evidence
 
 
 def check_red_flags(state: dict, rules: RuleSet | None = None) -> list[RedFlag]:
-    """The rules the state satisfies, in rule order, each with its evidence."""
+    """The rules the state satisfies, in rule order, each with its evidence. A rule satisfied only with items the
+    patient was unsure about ("not sure if I passed out") is raised as ``possible`` (at its own level when a hedge
+    keeps the level: self-harm, suicide)."""
     rules = rules or default_rules()
     flags = []
     for rule in rules.rules:
-        evidence: list[dict] = []
-        ok = True
-        for cond in rule.all_of:
-            found = _matches(state, cond, rules.vocab)
-            if not found:
-                ok = False
-                break
-            evidence.extend(found)
-        if not ok:
-            continue
-        if rule.any_of:
-            found = [e for cond in rule.any_of for e in _matches(state, cond, rules.vocab)]
-            if not found:
-                continue
-            evidence.extend(found)
-        flags.append(RedFlag(rule.id, rule.message, rule.level, evidence))
+        evidence = _rule_evidence(rule, state, rules.vocab, uncertain=False)
+        if evidence is not None:
+            flags.append(RedFlag(rule.id, rule.message, rule.level, evidence))
+        elif (evidence := _rule_evidence(rule, state, rules.vocab, uncertain=True)) is not None:
+            flags.append(RedFlag(rule.id, rule.message, rule.level if rule.hedge_keeps_level else "possible", evidence))
     return flags
 
 
-def check_text_flags(text: str, rules: RuleSet | None = None) -> list[RedFlag]:
-    """The rules whose lay phrasings the patient used, affirmed (ConText: "no blood in my sputum" does not fire,
-    nor does "my father coughed up blood"), so a red flag never depends on the NLU alone."""
-    rules = rules or default_rules()
-    if rules.finder is None or not text.strip():
-        return []
-    hits: dict[str, list[dict]] = {}
+def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
+    if rule.hedge_keeps_level:
+        return rule.level
+    return rule.level if firm and not uncertain else "possible"
+
+
+def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+    out: dict[str, RedFlag] = {}
+    if rules.finder is None:
+        return out
+    by_id = {r.id: r for r in rules.rules}
     for f in rules.finder.find(text)[0]:
-        if f.status == "positive" and not f.family:
-            hits.setdefault(f.key, []).append({"text": f.text, "sentence": f.sentence})
-    return [RedFlag(r.id, r.message, r.level, hits[r.id]) for r in rules.rules if r.id in hits]
+        rule = by_id[f.key]
+        if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
+            continue
+        level = _level(rule, uncertain=f.status == "unknown" or f.historical)
+        flag = out.setdefault(rule.id, RedFlag(rule.id, rule.message, level, []))
+        if LEVELS.index(level) < LEVELS.index(flag.level):
+            flag.level = level
+        flag.evidence.append({"text": f.text, "sentence": f.sentence, "match": "phrase"})
+    return out
+
+
+def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+    """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
+    fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
+    itself negated ("I don't want to be here any more")."""
+    refs, ref_emb = rules.references
+    if not refs:
+        return {}
+    clauses = [c for c in rules.clauses.clauses(text) if not c.family]
+    if not clauses:
+        return {}
+    emb = (rules.encoder or default_encoder()).embed([c.text for c in clauses])
+    sims = emb @ ref_emb.T
+    ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
+    nearest_ordinary = ordinary.max(axis=1)
+    best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
+    for ci, clause in enumerate(clauses):
+        for ri, (rule_i, _, ref_negated) in enumerate(refs):
+            if clause.negated and not ref_negated:
+                continue
+            if clause.historical and not rules.rules[rule_i].hedge_keeps_level:
+                continue
+            sim = float(sims[ci, ri])
+            if sim - float(nearest_ordinary[ci]) < rules.screen.margin:
+                continue  # not clearly nearer to this red flag than to an ordinary complaint
+            if sim >= rules.screen.possible and sim > best.get(rule_i, (0.0, 0, 0))[0]:
+                best[rule_i] = (sim, ci, ri)
+    out = {}
+    for rule_i, (sim, ci, ri) in best.items():
+        rule, clause = rules.rules[rule_i], clauses[ci]
+        level = _level(rule, clause.uncertain or clause.historical, firm=sim >= rules.screen.fire)
+        out[rule.id] = RedFlag(rule.id, rule.message, level, [
+            {"text": clause.text, "matched": refs[ri][1], "similarity": round(sim, 3), "match": "semantic"}])
+    return out
+
+
+def check_text_flags(text: str, rules: RuleSet | None = None) -> list[RedFlag]:
+    """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
+    (whole words) and the semantic screen (each clause against the rules' descriptions), both reading ConText
+    ("no blood in my sputum" and "my father coughed up blood" do not fire). Recall before precision: a hedged or
+    merely similar statement is raised as ``possible``. One flag per rule, at the most severe level either gives."""
+    rules = rules or default_rules()
+    if not text.strip():
+        return []
+    found = _phrase_flags(text, rules)
+    for rid, flag in _semantic_flags(text, rules).items():
+        if rid not in found:
+            found[rid] = flag
+            continue
+        have = found[rid]
+        if LEVELS.index(flag.level) < LEVELS.index(have.level):
+            have.level = flag.level
+        have.evidence.extend(flag.evidence)
+    return [found[r.id] for r in rules.rules if r.id in found]
 
 
 @lru_cache(maxsize=1)

@@ -81,6 +81,8 @@ class Grounding(BaseModel):
 
 class ClinicalSettings(Settings, Grounding):
     lexicon: ConfigPath | None = None  # default configs/nlu_lexicon.yaml
+    second_stage: bool = True  # symptoms the lexicon misses, matched by meaning (policies/nlu/concepts.py)
+    concept_threshold: float = Field(default=0.64, gt=0, le=1)  # cosine similarity the second stage needs
 
 
 class ModelNLUSettings(LLMSettings, Grounding):
@@ -302,7 +304,8 @@ def _lexicon(cfg: dict) -> Any:
 def _clinical(b: Builder, cfg: dict) -> NLU:
     from policies.nlu.clinical import ClinicalNLU
 
-    return ClinicalNLU(_lexicon(cfg))
+    return ClinicalNLU(_lexicon(cfg), second_stage=cfg.get("second_stage", True),
+                       concept_threshold=cfg.get("concept_threshold", 0.64))
 
 
 @register("nlu", "model", ModelNLUSettings)

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("agent", "models", "policies", "eval", "ui")
 APPLICATION = {"agent.graph", "agent.graph_nodes", "agent.sessions", "agent.sessions_cli", "agent.chat", "agent.cli", "agent.config", "agent.export",
-               "eval.bench_speed", "eval.live_latency", "eval.simulate", "eval.load_bench"}
+               "eval.bench_speed", "eval.live_latency", "eval.simulate", "eval.load_bench", "eval.generalisation"}
 EVAL_METRICS = {"eval.score", "eval.matching", "eval.official", "eval.lenient", "eval.tuples", "eval.nlg",
                 "eval.encoder"}
 

@@ -5,6 +5,7 @@ phrasing. Real graph, real SQLite sessions, real spaCy/medspaCy."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from graph_fixtures import REPO
 
 from agent.safety import check_text_flags, default_rules
@@ -37,8 +38,16 @@ CASES = {
 }
 
 
+PHRASINGS = yaml.safe_load((REPO / "tests" / "data" / "red_flag_phrasings.yaml").read_text())["rules"]
+
+
 def test_every_rule_has_cases():
-    assert set(CASES) == {r.id for r in default_rules().rules}
+    """Every rule has lay phrasings written before its own phrases were visible to the writer (at least 5 with
+    their negated forms, tests/data/red_flag_phrasings.yaml), or hand cases here for the state combinations."""
+    rules = {r.id for r in default_rules().rules}
+    assert set(CASES) | set(PHRASINGS) == rules
+    for rule, entry in PHRASINGS.items():
+        assert len(entry["fires"]) >= 5 and len(entry["negated"]) == len(entry["fires"]), rule
 
 
 @pytest.fixture(scope="module")
@@ -69,4 +78,4 @@ def test_text_rules_read_context():
     assert check_text_flags("My father coughed up blood before he died.", rules) == []  # a relative's
     assert check_text_flags("I haven't been coughing up blood.", rules) == []
     flag = check_text_flags("I passed out.", rules)[0]
-    assert flag.evidence == [{"text": "passed out", "sentence": "I passed out."}]
+    assert flag.evidence[0] == {"text": "passed out", "sentence": "I passed out.", "match": "phrase"}

@@ -20,6 +20,16 @@ def ids(state, rules) -> list[str]:
     return [f.id for f in check_red_flags(state, rules)]
 
 
+def levels(state, rules) -> list[tuple[str, str]]:
+    return [(f.id, f.level) for f in check_red_flags(state, rules)]
+
+
+def test_a_located_pain_is_the_pain_of_that_place(rules):
+    # the state may hold "pain" located in the chest (as a model NLU writes it) where the rule says "chest pain"
+    state = {"positive_symptom": [{"value": "pain", "location": ["chest"]}, {"value": "dyspnea"}]}
+    assert "chest_pain_with_dyspnea" in ids(state, rules)
+
+
 def test_chest_pain_with_dyspnea_fires_with_its_evidence(rules):
     state = {"positive_symptom": [{"value": "chest pain", "onset": "an hour ago"}, {"value": "dyspnea"}]}
     flags = check_red_flags(state, rules)
@@ -33,7 +43,8 @@ def test_chest_pain_with_dyspnea_fires_with_its_evidence(rules):
 def test_all_of_needs_every_condition_and_status_matters(rules):
     assert ids({"positive_symptom": [{"value": "chest pain"}]}, rules) == []
     assert ids({"positive_symptom": [{"value": "chest pain"}], "negative_symptom": [{"value": "dyspnea"}]}, rules) == []
-    assert ids({"unknown_symptom": [{"value": "hemoptysis"}]}, rules) == []
+    # an item the patient was unsure about raises the flag as "possible" (recall before precision)
+    assert levels({"unknown_symptom": [{"value": "hemoptysis"}]}, rules) == [("hemoptysis", "possible")]
     assert ids({"negative_symptom": [{"value": "hemoptysis"}]}, rules) == []
 
 
@@ -49,7 +60,7 @@ def test_dataset_spellings_match_rules_written_with_ontology_codes(rules):
 def test_single_symptom_flags(rules):
     assert ids({"positive_symptom": [{"value": "hemoptysis"}]}, rules) == ["hemoptysis"]
     assert ids({"positive_symptom": [{"value": "suicidal ideation"}]}, rules) == ["suicidal_ideation"]
-    assert ids({"positive_medical_history": [{"value": "self-harm"}]}, rules) == ["suicidal_ideation"]
+    assert ids({"positive_medical_history": [{"value": "self-harm"}]}, rules) == ["self_harm"]
     assert ids({"positive_symptom": [{"value": "stridor"}]}, rules) == ["stridor_or_choking"]
     assert ids({"positive_symptom": [{"value": "melena"}]}, rules) == ["gastrointestinal_bleeding"]
     assert ids({"positive_symptom": [{"value": "seizure"}]}, rules) == ["seizure"]
@@ -64,9 +75,9 @@ def test_severity_threshold(rules):
 
 def test_all_of_plus_any_of(rules):
     base = {"positive_symptom": [{"value": "unexplained weight loss"}]}
-    assert ids(base, rules) == []
+    assert ids(base, rules) == ["cancer_warning_signs"]  # NICE NG12: unexplained weight loss on its own
     state = update_state(base, [{"intent": "inform", "slots": {"positive_symptom": [{"value": "night sweats"}]}}])
-    assert ids(state, rules) == ["weight_loss_with_hemoptysis_or_night_sweats"]
+    assert ids(state, rules) == ["cancer_warning_signs", "weight_loss_with_hemoptysis_or_night_sweats"]
 
 
 def test_gold_dialogue_states_raise_no_flag(rules):
@@ -74,8 +85,9 @@ def test_gold_dialogue_states_raise_no_flag(rules):
     # chest pain and syncope denied, dyspnea without a severity
     for d in load_dialogues():
         for u in d.utterances:
-            if u.dialog_state:
-                assert ids(u.dialog_state, rules) == [], (d.dialog_id, u.uttr_id)
+            if u.dialog_state:  # 317 ends unsure about weight loss "these past couple of days": possible at most
+                firm = [f.id for f in check_red_flags(u.dialog_state, rules) if f.level != "possible"]
+                assert firm == [], (d.dialog_id, u.uttr_id)
 
 
 def test_flag_appears_when_the_state_evolves_into_it(rules):

@@ -112,6 +112,9 @@ class AnswerReader:
                 continue  # "Yes, I feel sick" to "any cough?" - the yes is about what they named
             known = state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
+            busy |= self._elsewhere(sents, checks)
+            if polarity is None and known is None and not self.is_bare_answer(text, busy):
+                continue  # a reply that reports something else leaves the asked item unanswered
             extracted = self.answer_checks(frame, base, value, checks, sents, None, polarity, topic, busy=busy)
             attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
             if known == "positive" and not checks and status == "negative" and not extracted:
@@ -132,6 +135,19 @@ class AnswerReader:
             if base == "medical_test":
                 item_status = TEST_STATUS.get(item_status, item_status)
             self.answer_checks(frame, base, value, checks, sents, item_status, polarity, topic, busy=busy)
+
+    def _elsewhere(self, sents: list[str], checks: list[dict]) -> set[int]:
+        """Sentences about another part of the body than the question ("Have you had a fever?" - "My knees have
+        been giving me trouble on and off"): their times and frequencies belong to what they name."""
+        if any(c.get("type") == "location" for c in checks):
+            return set()
+        return {i for i, sent in enumerate(sents) if attr.phrase_hits(sent, self.lexicon.locations)}
+
+    @staticmethod
+    def is_bare_answer(text: str, busy: set[int], max_words: int = 8) -> bool:
+        """A reply without yes/no/unsure answers the question only when it is short and about nothing else:
+        "About a week.", "On and off, mostly at night." - not a story about something else."""
+        return not busy and len(re.findall(r"[a-z']+", text.lower())) <= max_words
 
     def doctor_factors(self, doctor: str, polarity: str | None) -> dict[str, list[str]]:
         """"Does lying down make it worse?" - "Yes": the factor is the doctor's, the answer the patient's."""

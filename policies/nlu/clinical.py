@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, field
 
 from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.protocol import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
+from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
 from policies.nlu.details import DetailReader, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
 from policies.nlu.mentions import Mention, MentionFinder, resolve_pain
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One utterance read: its CMAS frames, and the (slot name, value) items the second stage gave."""
+
+    frames: list[dict]
+    second_stage: set[tuple[str, str]] = field(default_factory=set)
+
 
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
 
@@ -33,12 +44,14 @@ class ClinicalNLU:
     """The ``clinical`` NLU kind. ``understand`` reads ``ctx.turns[-1]`` (the patient), the doctor's last
     actions (``ctx.past_actions[-1]``) and the state (to keep the status of an item being elaborated)."""
 
-    def __init__(self, lexicon: Lexicon | None = None, vocab: Vocabulary | None = None):
+    def __init__(self, lexicon: Lexicon | None = None, vocab: Vocabulary | None = None, second_stage: bool = True,
+                 concept_threshold: float = DEFAULT_THRESHOLD):
         self.lexicon = lexicon or default_lexicon()
         self.vocab = vocab or default_vocabulary()
         self.finder = MentionFinder(self.lexicon)
         self.details = DetailReader(self.lexicon, self.vocab)
         self.answers = AnswerReader(self.lexicon, self.vocab, self.finder, self.details)
+        self.concepts = ConceptMatcher(self.lexicon, self.vocab, concept_threshold) if second_stage else None
 
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
@@ -59,9 +72,16 @@ class ClinicalNLU:
     def frames(self, text: str, last_actions: list[dict] | None = None, state: dict | None = None,
                doctor: str = "") -> list[dict]:
         """CMAS frames of one patient utterance, given the doctor's last actions and utterance and the state."""
+        return self.read(text, last_actions, state, doctor).frames
+
+    def read(self, text: str, last_actions: list[dict] | None = None, state: dict | None = None,
+             doctor: str = "") -> Reading:
+        """:meth:`frames`, with which of their items the second recognition stage gave (value or status)."""
         state = state or {}
         frame = Frame()
         mentions, sents = self.mentions(text) if text.strip() else ([], [])
+        second = self._second_stage(text, mentions) if text.strip() else []
+        mentions += second
         whole = attr.clean(text)
         asked = asked_items(last_actions or [])
         if doctor and _RATE.search(doctor.lower()):
@@ -76,9 +96,21 @@ class ClinicalNLU:
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self._drop_known(frame, state, asked)
         slots = frame.slots()
+        from_second = {(name, value) for (name, value) in frame.items
+                       if any(m.value == value and name.endswith(m.base) for m in second)}
         if slots:
-            return cmas.parse_nlu([{"intent": "inform", "slots": slots}])
-        return cmas.parse_nlu([{"intent": self._intent(whole)}])
+            return Reading(cmas.parse_nlu([{"intent": "inform", "slots": slots}]), from_second)
+        return Reading(cmas.parse_nlu([{"intent": self._intent(whole)}]), set())
+
+    def _second_stage(self, text: str, mentions: list[Mention]) -> list[Mention]:
+        """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read)."""
+        if self.concepts is None:
+            return []
+        named = [m.sentence[m.char_start:m.char_end] for m in mentions]
+        known = {m.value for m in mentions if m.base == "symptom"}
+        return [Mention("symptom", h.value, h.status, -1, -1, sentence=h.clause)
+                for h in self.concepts.find(text, named)
+                if not any(self.vocab.same("symptom", h.value, k) for k in known)]
 
     @staticmethod
     def _drop_known(frame: Frame, state: dict, asked: list) -> None:

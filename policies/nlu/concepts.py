@@ -1,0 +1,102 @@
+"""The clinical NLU's second recognition stage: what the lexicon does not cover, matched by meaning.
+
+Each clause of a patient turn that names nothing the lexicon knows ("I've lost a bit of weight", "I can't get to
+sleep") is compared, with the sentence encoder medhx ships (all-MiniLM-L6-v2, ``agent.semantic``), to every symptom
+the vocabulary knows, described by its names: the questionnaire ontology's display name, description and keywords,
+the Human Phenotype Ontology's label and lay synonyms (``agent.lay_terms``) and the lexicon's own lay phrases. The
+nearest symptom is taken when its similarity reaches ``threshold`` (chosen on the shared dialogues and the
+developers' own probe stories, never on the held-aside test material) and beats the runner-up concept by
+``margin``. The clause's ConText reading gives the status (negated, unsure) and drops a relative's or a past one.
+
+Grounding is as for every frame: the value is a vocabulary value, so the state gate, red flags and policy accept it;
+what this stage added is reported (``ClinicalNLU.read``) so its share can be measured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from agent.clinical_text import Clause, ClauseReader
+from agent.lay_terms import lay_phrases
+from agent.ontology import Vocabulary
+from agent.semantic import Encoder, default_encoder
+from policies.nlu.lexicon import Lexicon
+
+DEFAULT_THRESHOLD = 0.64
+DEFAULT_MARGIN = 0.03
+_GENERIC = re.compile(r"^(?:pain|ache|symptom|symptoms|general|all|problem|problems|discomfort)$")
+
+
+@dataclass(frozen=True)
+class ConceptHit:
+    value: str  # a symptom value of the vocabulary (the lexicon's spelling where it has one)
+    status: str  # positive / negative / unknown
+    clause: str
+    matched: str  # the reference text it was nearest to
+    similarity: float
+
+
+class ConceptMatcher:
+    """Symptoms named in words the lexicon lacks, by similarity to the vocabulary's descriptions of them."""
+
+    def __init__(self, lexicon: Lexicon, vocab: Vocabulary, threshold: float = DEFAULT_THRESHOLD,
+                 margin: float = DEFAULT_MARGIN, encoder: Encoder | None = None, clauses: ClauseReader | None = None):
+        self.lexicon, self.vocab = lexicon, vocab
+        self.threshold, self.margin = threshold, margin
+        self.encoder = encoder
+        self.clauses = clauses or ClauseReader()
+
+    @cached_property
+    def references(self) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """(value, text) of every description of every symptom, and their embeddings."""
+        emitted: dict[str, str] = {}  # ontology code -> the value the lexicon emits for it
+        for t in self.lexicon.terms:
+            if t.base == "symptom" and (code := self.vocab.code("symptom", t.value)) is not None:
+                emitted.setdefault(code, t.value)
+        rows: list[tuple[str, str]] = []
+        for entry in self.vocab.ontology.symptoms.values():
+            if _GENERIC.match(entry.code) or entry.code in ("general enquiry", "all", "general"):
+                continue
+            value = emitted.get(entry.code, entry.code)
+            names = [entry.display_name, *entry.keywords]
+            if entry.description:
+                rows.append((value, re.sub(r"^patient (?:has|is|feels|experiences?) ", "", entry.description)))
+            rows += [(value, n) for n in names if n and not re.search(r"[,;()\[\]/]|\bnos\b", n)]
+        rows += [(p.value, p.phrase) for p in lay_phrases() if p.base == "symptom"]
+        rows += [(t.value, t.phrase) for t in self.lexicon.terms if t.base == "symptom" and len(t.phrase.split()) > 1]
+        rows = [(v, " ".join(t.lower().split())) for v, t in rows if not _GENERIC.match(t.lower().strip())]
+        rows = list(dict.fromkeys(rows))
+        return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
+
+    def find(self, text: str, named: list[str]) -> list[ConceptHit]:
+        """Symptoms in the clauses of ``text`` that contain none of the ``named`` phrases (the lexicon's hits)."""
+        named_l = [n.lower() for n in named if n.strip()]
+        candidates = [c for c in self.clauses.clauses(text) if self._candidate(c, named_l)]
+        if not candidates:
+            return []
+        refs, emb = self.references
+        sims = (self.encoder or default_encoder()).embed([c.text for c in candidates]) @ emb.T
+        hits: dict[str, ConceptHit] = {}
+        for ci, clause in enumerate(candidates):
+            order = np.argsort(-sims[ci])
+            best = int(order[0])
+            value, sim = refs[best][0], float(sims[ci, best])
+            runner_up = next((float(sims[ci, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
+            if sim < self.threshold or sim - runner_up < self.margin:
+                continue
+            status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
+            if value not in hits or sim > hits[value].similarity:
+                hits[value] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3))
+        return list(hits.values())
+
+    @staticmethod
+    def _candidate(clause: Clause, named: list[str]) -> bool:
+        """A clause about the patient, now, that names nothing the lexicon found."""
+        if clause.family or clause.historical:
+            return False
+        low = clause.text.lower()
+        return not any(n in low for n in named)

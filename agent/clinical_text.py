@@ -73,7 +73,7 @@ father-in-law mother-in-law""".split())
 RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
 grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
 friends flatmate roommate colleague boss""".split())
-REPORTING_VERBS = frozenset("""says said say thinks thought reckons reckoned noticed notices notice tells told mentioned
+REPORTING_VERBS = frozenset("""says said say saying thinks thought reckons reckoned noticed notices notice tells told telling mentioned
 pointed complains complained worries worried saw sees heard hears feels felt wonders wondered""".split())
 
 
@@ -229,6 +229,8 @@ class ClauseReader:
             def share(cat: str, ws=words) -> float:
                 return sum(1 for w in ws if cat in w) / len(ws)
 
-            out.append(Clause(clause_text, share("NEGATED_EXISTENCE") >= 0.5, share("POSSIBLE_EXISTENCE") >= 1 / 3,
+            # a negation inside an "if" is no denial: "they'd be fine if I wasn't around" says what it says
+            negated = share("NEGATED_EXISTENCE") >= 0.5 and share("HYPOTHETICAL") < 0.5
+            out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
                               share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
         return out

@@ -28,6 +28,7 @@ from agent.paths import REPO_ROOT
 
 HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
 DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
+LAY_GLOSSARY = REPO_ROOT / "configs" / "vocabulary" / "lay_glossary.yaml"
 
 _SYNONYM = re.compile(r'^synonym: "([^"]+)" (EXACT|RELATED|BROAD|NARROW)(?: (\w+))?', re.M)
 _HPO_ID = re.compile(r"^HP:\d{7}$")
@@ -153,3 +154,34 @@ def lay_phrases() -> tuple[LayPhrase, ...]:
     for value, (source, names) in drug_classes().items():
         out.extend(LayPhrase("medication", value, n, source) for n in names)
     return tuple(out)
+
+
+@lru_cache(maxsize=2)
+def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern, str], ...]:
+    raw = _load(Path(path)).get("glosses") or {}
+    if not isinstance(raw, dict):
+        raise LayTermsError(f"{path}: glosses: expected a mapping pattern -> plain word")
+    out = []
+    for pattern, plain in raw.items():
+        try:
+            out.append((re.compile(rf"\b(?:{pattern})\b", re.I), str(plain)))
+        except re.error as exc:
+            raise LayTermsError(f"{path}: glosses: {pattern!r} is not a regular expression ({exc})") from exc
+    return tuple(out)
+
+
+def gloss(text: str) -> str:
+    """``text`` with everyday words for the body replaced by the plain clinical word (``lay_glossary.yaml``), for
+    matching by meaning: "my motions have gone black" -> "my stools have gone black"."""
+    return glossed(text)[0]
+
+
+def glossed(text: str) -> tuple[str, list[str]]:
+    """:func:`gloss`, and the plain words it put in (each also a short candidate on its own: "my dad has had heart
+    trouble for years" gives "heart disease", which a whole-clause comparison dilutes)."""
+    put: list[str] = []
+    for pattern, plain in _glosses():
+        text, n = pattern.subn(plain, text)
+        if n:
+            put.append(plain)
+    return text, put

@@ -24,6 +24,7 @@ import yaml
 from agent import cmas
 from agent.clinical_text import ClauseReader, PhraseFinder
 from agent.grounding import ground_frames
+from agent.lay_terms import gloss
 from agent.ontology import Vocabulary, default_vocabulary, symptom_names
 from agent.paths import REPO_ROOT
 from agent.semantic import Encoder, default_encoder
@@ -309,7 +310,7 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     clauses = [c for c in rules.clauses.clauses(text) if not c.family]
     if not clauses:
         return {}
-    emb = (rules.encoder or default_encoder()).embed([c.text for c in clauses])
+    emb = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
     sims = emb @ ref_emb.T
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
     nearest_ordinary = ordinary.max(axis=1)

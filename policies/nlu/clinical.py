@@ -107,10 +107,14 @@ class ClinicalNLU:
         if self.concepts is None:
             return []
         named = [m.sentence[m.char_start:m.char_end] for m in mentions]
-        known = {m.value for m in mentions if m.base == "symptom"}
-        return [Mention("symptom", h.value, h.status, -1, -1, sentence=h.clause)
-                for h in self.concepts.find(text, named)
-                if not any(self.vocab.same("symptom", h.value, k) for k in known)]
+        known = {(m.base, m.value) for m in mentions}
+        out = []
+        for h in self.concepts.find(text, named):
+            if any(b == h.base and self.vocab.same(b, h.value, v) for b, v in known):
+                continue
+            relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
+            out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
+        return out
 
     @staticmethod
     def _drop_known(frame: Frame, state: dict, asked: list) -> None:

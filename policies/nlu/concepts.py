@@ -20,11 +20,11 @@ from functools import cached_property
 
 import numpy as np
 
-from agent.clinical_text import Clause, ClauseReader
-from agent.lay_terms import lay_phrases
+from agent.clinical_text import ClauseReader
+from agent.lay_terms import glossed, lay_phrases
 from agent.ontology import Vocabulary
 from agent.semantic import Encoder, default_encoder
-from policies.nlu.lexicon import Lexicon
+from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64
 DEFAULT_MARGIN = 0.03
@@ -38,6 +38,7 @@ class ConceptHit:
     clause: str
     matched: str  # the reference text it was nearest to
     similarity: float
+    base: str = "symptom"  # symptom, or medical_history / family_history for a condition
 
 
 class ConceptMatcher:
@@ -72,31 +73,43 @@ class ConceptMatcher:
         rows = list(dict.fromkeys(rows))
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
-    def find(self, text: str, named: list[str]) -> list[ConceptHit]:
-        """Symptoms in the clauses of ``text`` that contain none of the ``named`` phrases (the lexicon's hits)."""
-        named_l = [n.lower() for n in named if n.strip()]
-        candidates = [c for c in self.clauses.clauses(text) if self._candidate(c, named_l)]
-        if not candidates:
-            return []
-        refs, emb = self.references
-        sims = (self.encoder or default_encoder()).embed([c.text for c in candidates]) @ emb.T
-        hits: dict[str, ConceptHit] = {}
-        for ci, clause in enumerate(candidates):
-            order = np.argsort(-sims[ci])
-            best = int(order[0])
-            value, sim = refs[best][0], float(sims[ci, best])
-            runner_up = next((float(sims[ci, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
-            if sim < self.threshold or sim - runner_up < self.margin:
-                continue
-            status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
-            if value not in hits or sim > hits[value].similarity:
-                hits[value] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3))
-        return list(hits.values())
+    @cached_property
+    def condition_references(self) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """(value, text) of the illnesses a patient or a relative has (the lexicon's conditions), embedded."""
+        rows = list(dict.fromkeys((t.value, t.phrase) for t in self.lexicon.terms if t.base == CONDITION))
+        rows += [(v, v) for v in dict.fromkeys(v for v, _ in rows)]
+        return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
-    @staticmethod
-    def _candidate(clause: Clause, named: list[str]) -> bool:
-        """A clause about the patient, now, that names nothing the lexicon found."""
-        if clause.family or clause.historical:
-            return False
-        low = clause.text.lower()
-        return not any(n in low for n in named)
+    def find(self, text: str, named: list[str]) -> list[ConceptHit]:
+        """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
+        that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
+        (``agent.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
+        named_l = [n.lower() for n in named if n.strip()]
+        clauses = [c for c in self.clauses.clauses(text) if not c.historical and not any(n in c.text.lower() for n in named_l)]
+        if not clauses:
+            return []
+        texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone
+        for ci, c in enumerate(clauses):
+            plain, put = glossed(c.text)
+            for t in [plain, *put]:
+                texts.append(t)
+                owner.append(ci)
+        emb = (self.encoder or default_encoder()).embed(texts)
+        hits: dict[tuple[str, str], ConceptHit] = {}
+        for kind, (refs, ref_emb) in (("symptom", self.references), (CONDITION, self.condition_references)):
+            sims = emb @ ref_emb.T
+            for ti, ci in enumerate(owner):
+                clause = clauses[ci]
+                if kind == "symptom" and clause.family:
+                    continue  # a relative's symptom is not the patient's
+                order = np.argsort(-sims[ti])
+                best = int(order[0])
+                value, sim = refs[best][0], float(sims[ti, best])
+                runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
+                if sim < self.threshold or sim - runner_up < self.margin:
+                    continue
+                status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
+                base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
+                if (base, value) not in hits or sim > hits[(base, value)].similarity:
+                    hits[(base, value)] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)
+        return list(hits.values())

@@ -46,7 +46,7 @@ class MentionFinder:
         out = []
         for f in found:
             base, value = self._terms[f.key]
-            relation = self.relation(f.sentence.lower()) if f.family else None
+            relation = self.relation(f.sentence.lower(), before=f.char_start) if f.family else None
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom":
@@ -55,12 +55,16 @@ class MentionFinder:
             out.append(Mention(base, value, f.status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
         return out, [attr.clean(s) for s in sents]
 
-    def relation(self, sentence: str) -> str | None:
-        """The first relation word of the lexicon in ``sentence`` (lower case), if any."""
-        for word in self.lexicon.relations:
-            if re.search(rf"\b{re.escape(word)}\b", sentence):
-                return word
-        return None
+    def relation(self, sentence: str, before: int | None = None) -> str | None:
+        """The relation word of the lexicon in ``sentence`` (lower case) nearest before character ``before`` (the
+        owner of a mention: "my dad has asthma and my sister had a stroke" - the stroke is the sister's), else the
+        first one in the sentence, if any."""
+        found = [(m.start(), word) for word in self.lexicon.relations
+                 for m in re.finditer(rf"\b{re.escape(word)}\b", sentence)]
+        if not found:
+            return None
+        earlier = [f for f in found if before is not None and f[0] < before]
+        return max(earlier)[1] if earlier else min(found)[1]
 
 
 _COORDINATED = re.compile(r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:a|an|the|some|my|any|also)?\s*$", re.I)

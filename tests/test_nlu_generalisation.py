@@ -1,0 +1,146 @@
+"""The four failure classes of issue 17, each in wording written for this test (not the issue's examples, not the
+held-aside material), through the real graph and SQLite sessions on configs/default.yaml:
+
+1. the chief complaint in plain words is understood (lexicon, HPO lay synonyms or the second stage);
+2. a stated red flag is raised (a hedge never lowers self-harm; a located chest pain is chest pain);
+3. no invented facts (a reply about something else answers nothing; a "No" answers only the current question);
+4. owner and status (a relative's illness is family history, a relative who reports leaves the fact the
+   patient's; "I can't ..." and a leading "No," do not negate the next clause; a hedge is not a negation).
+"""
+
+from __future__ import annotations
+
+import pytest
+from graph_fixtures import REPO
+
+from agent import cmas
+from agent.ontology import default_vocabulary, symptom_names
+from agent.sessions import SessionStore
+from policies.agent_config import load_config
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    cfg = load_config(REPO / "configs" / "default.yaml")
+    cfg["session"]["dir"] = str(tmp_path_factory.mktemp("generalisation"))
+    with SessionStore(cfg) as s:
+        yield s
+
+
+def talk(store: SessionStore, *lines: str):
+    session = store.start()
+    for line in lines:
+        session.send(line)
+    return session
+
+
+def status_of(state: dict, slot: str, value: str) -> str | None:
+    vocab = default_vocabulary()
+    for status, item in cmas.slot_items(state, slot):
+        if any(vocab.same(slot, n, value) for n in symptom_names(str(item.get("value", "")), item)):
+            return status
+    return None
+
+
+# 1 ------------------------------------------------------------------ the chief complaint in plain words
+
+@pytest.mark.parametrize(("said", "slot", "value"), [
+    ("Since Sunday my motions have come out jet black and sticky.", "symptom", "melena"),
+    ("My right arm went floppy and weak this morning.", "symptom", "weak limbs"),
+    ("My palpitations: my heart keeps fluttering and missing beats.", "symptom", "palpitations"),
+    ("The bottom of my back has been agony for days.", "symptom", "back pain"),
+    ("I've dropped nearly a stone and I haven't been dieting.", "symptom", "unexplained weight loss"),
+    ("I get up four or five times every night to pass water.", "symptom", "nocturia"),
+    ("I'm on about six mugs of coffee a day.", "habit", "regular coffee tea"),
+    ("I have ringing in both ears all the time.", "symptom", "tinnitus"),
+])
+def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == "positive", state
+
+
+# 2 ------------------------------------------------------------------ a stated red flag is raised
+
+@pytest.mark.parametrize(("said", "rule"), [
+    pytest.param("Some nights I lie there thinking everyone would manage fine if I just wasn't around.",
+                 "suicidal_ideation", marks=pytest.mark.xfail(strict=True, reason=(
+                     "known limit: all-MiniLM-L6-v2 puts this paraphrase at cosine 0.34 from the nearest suicide "
+                     "description; no phrase matches. Kept as a tracked miss, not tuned away"))),
+    ("There's a pain right in my chest and I'm so breathless I can hardly walk.", "chest_pain_with_dyspnea"),
+    ("I threw up this morning and it was full of dark red blood.", "gastrointestinal_bleeding"),
+    ("My speech went funny and the left side of my face sagged for about ten minutes.", "stroke_signs"),
+])
+def test_a_stated_red_flag_is_raised(store, said, rule):
+    flags = {f["id"]: f["level"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+def test_a_hedge_never_lowers_self_harm(store):
+    flags = {f["id"]: f["level"] for f in talk(store, "I guess sometimes I feel like I might cut myself again.").state().red_flags}
+    assert flags.get("self_harm") == "emergency", flags
+
+
+def test_a_denied_red_flag_is_not_raised(store):
+    session = talk(store, "I've had a cough for a week. No blood in it, and I've never fainted.")
+    assert {f["id"] for f in session.state().red_flags} & {"hemoptysis", "syncope"} == set()
+
+
+# 3 ------------------------------------------------------------------ no invented facts
+
+def _answer_to(store: SessionStore, opener: str, reply: str):
+    """The doctor's question after ``opener`` and the state after the patient's ``reply`` to it."""
+    session = talk(store, opener)
+    st = session.state()
+    asked = [(b, it["value"]) for act in st.turns[-1].actions or [] if act.get("action") == "inquire"
+             for b, items in act.items() if b in cmas.SLOTS for it in items or []]
+    session.send(reply)
+    return asked, st.patient_state, session.state().patient_state
+
+
+def test_a_reply_about_something_else_answers_nothing(store):
+    asked, before, after = _answer_to(store, "I've had a sore throat for three days.",
+                                      "My elbow has been clicking on and off since I fell off my bike.")
+    for base, value in asked:
+        if cmas.SLOTS[base].medical and status_of(before, base, value) is None:
+            assert status_of(after, base, value) is None, (base, value, after)
+
+
+def test_a_no_answers_only_the_current_question(store):
+    session = talk(store, "I've been coughing for two weeks.")
+    earlier = {(b, it["value"]) for t in session.state().turns if t.speaker == "doctor"
+               for act in t.actions or [] for b, items in act.items() if b in cmas.SLOTS for it in items or []}
+    session.send("I'm not sure, maybe.")
+    last = {(b, it["value"]) for act in session.state().turns[-1].actions or []
+            for b, items in act.items() if b in cmas.SLOTS for it in items or []}
+    session.send("No.")
+    st = session.state()
+    just_asked = {(b, it["value"]) for act in st.turns[-3].actions or []
+                  for b, items in act.items() if b in cmas.SLOTS for it in items or []}
+    for base in cmas.SLOTS:
+        for it in st.patient_state.get(f"negative_{base}") or []:
+            assert (base, it["value"]) in just_asked, (base, it["value"], just_asked, earlier, last)
+
+
+# 4 ------------------------------------------------------------------ owner and status
+
+def test_a_relatives_illness_is_family_history(store):
+    state = talk(store, "My dad has had heart trouble for years, and my sister had a stroke.").state().patient_state
+    assert status_of(state, "family_history", "heart diseases") == "positive"
+    assert status_of(state, "medical_history", "heart diseases") is None
+
+
+def test_a_relative_who_reports_leaves_the_fact_the_patients(store):
+    state = talk(store, "My husband keeps telling me I snore really loudly.").state().patient_state
+    assert status_of(state, "symptom", "snoring") == "positive"
+
+
+def test_an_inability_and_a_leading_no_do_not_negate_what_follows(store):
+    state = talk(store, "I can't stop sneezing and I've gone off my food.").state().patient_state
+    assert status_of(state, "symptom", "loss of appetite") == "positive", state
+    state = talk(store, "No, but I do have diabetes.").state().patient_state
+    assert status_of(state, "medical_history", "diabetes mellitus") == "positive", state
+
+
+def test_a_hedge_is_not_a_negation(store):
+    state = talk(store, "I think I've been a bit more tired than usual.").state().patient_state
+    assert status_of(state, "symptom", "fatigue") == "positive", state

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 
 def conversation_rules():
@@ -189,7 +189,22 @@ class ClauseReader:
 
     def clauses(self, text: str, max_words: int = 40) -> list[Clause]:
         """Each clause, each pair of neighbouring clauses of a sentence, each sentence, and each pair of neighbouring
-        short sentences ("My chest is tight. It goes down my arm."), with at least two content words."""
+        short sentences ("My chest is tight. It goes down my arm."), with at least two content words. The last turns
+        read are kept: the NLU's second stage and the red-flag screen read the same turn."""
+        key = (text, max_words)
+        if (hit := self._recent.get(key)) is not None:
+            return hit
+        out = self._clauses(text, max_words)
+        self._recent[key] = out
+        while len(self._recent) > 64:
+            self._recent.pop(next(iter(self._recent)))
+        return out
+
+    @cached_property
+    def _recent(self) -> dict[tuple[str, int], list[Clause]]:
+        return {}
+
+    def _clauses(self, text: str, max_words: int) -> list[Clause]:
         from spacy.tokens import Span
 
         if not text.strip():
@@ -234,3 +249,9 @@ class ClauseReader:
             out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
                               share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
         return out
+
+
+@lru_cache(maxsize=1)
+def default_clause_reader() -> ClauseReader:
+    """One clause reader per process (its ConText pipeline takes about 3 s to build)."""
+    return ClauseReader()

@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from agent import cmas
-from agent.clinical_text import ClauseReader, PhraseFinder
+from agent.clinical_text import ClauseReader, PhraseFinder, default_clause_reader
 from agent.grounding import ground_frames
 from agent.lay_terms import gloss
 from agent.ontology import Vocabulary, default_vocabulary, symptom_names
@@ -100,7 +100,7 @@ class RuleSet:
     vocab: Vocabulary
     finder: PhraseFinder | None = None  # the rules' phrases, with ConText status
     screen: Screen = field(default_factory=Screen)
-    clauses: ClauseReader = field(default_factory=ClauseReader)
+    clauses: ClauseReader = field(default_factory=default_clause_reader)
     encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
     ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
 

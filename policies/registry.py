@@ -82,6 +82,7 @@ class Grounding(BaseModel):
 class ClinicalSettings(Settings, Grounding):
     lexicon: ConfigPath | None = None  # default configs/nlu_lexicon.yaml
     second_stage: bool = True  # symptoms the lexicon misses, matched by meaning (policies/nlu/concepts.py)
+    lay_terms: bool = True  # the HPO lay synonyms and drug-class names in the lexicon (agent/lay_terms.py)
     concept_threshold: float = Field(default=0.64, gt=0, le=1)  # cosine similarity the second stage needs
 
 
@@ -297,7 +298,8 @@ def build_modules(config: dict) -> Modules:
 def _lexicon(cfg: dict) -> Any:
     from policies.nlu.lexicon import DEFAULT_LEXICON, load_lexicon
 
-    return load_lexicon(Path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON)
+    return load_lexicon(Path(cfg["lexicon"]) if cfg.get("lexicon") else DEFAULT_LEXICON,
+                        lay_terms=cfg.get("lay_terms", True))
 
 
 @register("nlu", "clinical", ClinicalSettings)

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from agent.clinical_text import ClauseReader
+from agent.clinical_text import ClauseReader, default_clause_reader
 from agent.lay_terms import glossed, lay_phrases
 from agent.ontology import Vocabulary
 from agent.semantic import Encoder, default_encoder
@@ -49,7 +49,7 @@ class ConceptMatcher:
         self.lexicon, self.vocab = lexicon, vocab
         self.threshold, self.margin = threshold, margin
         self.encoder = encoder
-        self.clauses = clauses or ClauseReader()
+        self.clauses = clauses or default_clause_reader()
 
     @cached_property
     def references(self) -> tuple[list[tuple[str, str]], np.ndarray]:

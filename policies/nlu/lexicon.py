@@ -108,7 +108,9 @@ def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]])
     return out
 
 
-def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None) -> Lexicon:
+def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None, lay_terms: bool = True) -> Lexicon:
+    """The lexicon of ``path``; with ``lay_terms``, plus the HPO labels and lay synonyms and the drug-class names of
+    ``agent.lay_terms`` (off: to measure what they add)."""
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(raw, dict):
@@ -130,7 +132,7 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
     terms = [Term(p, base, v) for base, table in emitted.items() for v, ps in table.items() for p in ps]
     terms += [Term(p, CONDITION, v) for v, ps in conditions.items() for p in ps]
     explicit = {t.phrase for t in terms}
-    for lay in lay_phrases():  # HPO labels and lay synonyms, drug-class names (agent.lay_terms)
+    for lay in lay_phrases() if lay_terms else ():  # HPO labels and lay synonyms, drug-class names
         if lay.phrase not in explicit and _usable_keyword(lay.phrase) and vocab.known(lay.base, lay.value):
             terms.append(Term(lay.phrase, lay.base, lay.value))
             explicit.add(lay.phrase)

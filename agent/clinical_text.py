@@ -25,7 +25,7 @@ def conversation_rules():
 
     neg = ["haven't", "have not", "hasn't", "don't", "do not", "didn't", "did not", "never", "nope", "nothing",
            "none", "no longer", "not had", "not noticed", "can't say i have", "wasn't", "weren't", "isn't", "aren't",
-           "doesn't", "does not", "i don't think", "neither", "nor"]
+           "doesn't", "does not", "i don't think", "neither", "nor", "nobody", "no one", "noone", "not anyone"]
     # Uncertainty about whether it happens, not the hedges people wrap a plain statement in ("I think I've lost
     # weight", "sort of a tight chest" state the symptom: MediTOD annotates them positive).
     unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "don't know",

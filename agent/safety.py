@@ -278,9 +278,11 @@ def check_red_flags(state: dict, rules: RuleSet | None = None) -> list[RedFlag]:
 
 
 def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
-    if rule.hedge_keeps_level:
-        return rule.level
-    return rule.level if firm and not uncertain else "possible"
+    """The rule's level for firm evidence; "possible" for a merely similar clause, and for a hedged one unless the
+    rule keeps its level through hedges (self-harm, suicide)."""
+    if not firm:
+        return "possible"
+    return rule.level if rule.hedge_keeps_level or not uncertain else "possible"
 
 
 def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:

@@ -81,7 +81,8 @@ def test_silver_data_holds_no_holdout_text(tmp_path):
     """Stock phrasings recur across transcripts; none of the holdout transcripts' passages reaches silver data."""
     from policies.nlu.silver import HoldoutText
 
-    summary = build_silver(tmp_path / "silver", progress=False)
+    # what is tested is the text filter, not the labels: the lexicon alone labels the 258 transcripts in ~40 s
+    summary = build_silver(tmp_path / "silver", progress=False, second_stage=False)
     held = HoldoutText(read_holdout())
     dialogs = json.loads((tmp_path / "silver" / "dialogs.json").read_text())
     texts = [" ".join(u["text"].lower().split()) for d in dialogs.values() for u in d["utterances"]]

@@ -46,7 +46,8 @@ class MentionFinder:
         out = []
         for f in found:
             base, value = self._terms[f.key]
-            relation = self.relation(f.sentence.lower(), before=f.char_start) if f.family else None
+            # ConText says a relative owns it; the relation word names which ("someone in my family": family)
+            relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom":

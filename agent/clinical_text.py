@@ -183,6 +183,9 @@ class ClauseReader:
     clause its status: a clause is negated when most of its content words are in a negation's scope, about a
     relative or the past likewise, and uncertain when a third of them are in a hedge's scope."""
 
+    def __init__(self) -> None:
+        self._recent: dict[tuple[str, int], list[Clause]] = {}
+
     @cached_property
     def _nlp(self):
         return context_pipeline()
@@ -199,10 +202,6 @@ class ClauseReader:
         while len(self._recent) > 64:
             self._recent.pop(next(iter(self._recent)))
         return out
-
-    @cached_property
-    def _recent(self) -> dict[tuple[str, int], list[Clause]]:
-        return {}
 
     def _clauses(self, text: str, max_words: int) -> list[Clause]:
         from spacy.tokens import Span

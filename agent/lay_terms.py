@@ -88,9 +88,13 @@ def _norm(phrase: str) -> str:
     return " ".join(phrase.lower().split())
 
 
+CODED = re.compile(r"[,;()\[\]/]|\bnos\b")
+"""The marks of a coding system's name ("fever, unspecified", "pain nos"): not how a patient speaks."""
+
+
 def _speakable(phrase: str) -> bool:
     """A phrase a patient could say: no punctuation of a coding system, not a bare abbreviation."""
-    return bool(phrase) and not re.search(r"[,;()\[\]/]|\bnos\b", phrase) and len(phrase) > 3
+    return bool(phrase) and not CODED.search(phrase) and len(phrase) > 3
 
 
 def _load(path: Path) -> dict:

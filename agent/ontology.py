@@ -202,8 +202,7 @@ def default_vocabulary() -> Vocabulary:
 
 
 # A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.
-_PAIN_SITE = {"abdomen": "abdominal", "joints": "joint", "testicles": "testicular", "back": "back", "lower back": "low back",
-              "head": "head", "neck": "neck", "ear": "ear", "ears": "ear", "chest": "chest", "stomach": "stomach"}
+_PAIN_SITE = {"abdomen": "abdominal", "joints": "joint", "testicles": "testicular", "lower back": "low back", "ears": "ear"}
 
 
 def symptom_names(value: str, item: dict) -> list[str]:

@@ -79,8 +79,8 @@ class Screen:
     """Cosine similarity (all-MiniLM-L6-v2) of a patient clause to a rule description at which the rule fires at
     its level (``fire``) or is raised as ``possible``."""
 
-    fire: float = 0.66
-    possible: float = 0.58
+    fire: float = 0.74
+    possible: float = 0.68
     margin: float = 0.05  # how much nearer to the rule than to any ordinary complaint a clause must be to fire
 
 
@@ -315,19 +315,18 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     emb = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
     sims = emb @ ref_emb.T
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
-    nearest_ordinary = ordinary.max(axis=1)
+    negated = np.array([c.negated for c in clauses])[:, None]
+    past = np.array([c.historical for c in clauses])[:, None]
+    ref_negated = np.array([neg for _, _, neg in refs])[None, :]
+    keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
+    usable = ((~negated | ref_negated) & (~past | keeps)  # context: no denial, no past (but self-harm's)
+              & (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin)  # nearer the flag than the ordinary
+              & (sims >= rules.screen.possible))
     best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
-    for ci, clause in enumerate(clauses):
-        for ri, (rule_i, _, ref_negated) in enumerate(refs):
-            if clause.negated and not ref_negated:
-                continue
-            if clause.historical and not rules.rules[rule_i].hedge_keeps_level:
-                continue
-            sim = float(sims[ci, ri])
-            if sim - float(nearest_ordinary[ci]) < rules.screen.margin:
-                continue  # not clearly nearer to this red flag than to an ordinary complaint
-            if sim >= rules.screen.possible and sim > best.get(rule_i, (0.0, 0, 0))[0]:
-                best[rule_i] = (sim, ci, ri)
+    for ci, ri in zip(*np.nonzero(usable), strict=True):
+        rule_i, sim = refs[ri][0], float(sims[ci, ri])
+        if sim > best.get(rule_i, (0.0, 0, 0))[0]:
+            best[rule_i] = (sim, int(ci), int(ri))
     out = {}
     for rule_i, (sim, ci, ri) in best.items():
         rule, clause = rules.rules[rule_i], clauses[ci]

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -15,8 +17,19 @@ import yaml
 from agent import cmas
 from agent.data import load_dialogues
 from agent.graph_state import InterviewState
+from agent.sessions import SessionStore
+from policies.agent_config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def default_store(session_dir: Path | str) -> Iterator[SessionStore]:
+    """A session store on the embedded default agent (configs/default.yaml), its sessions under ``session_dir``."""
+    cfg = load_config(REPO / "configs" / "default.yaml")
+    cfg["session"]["dir"] = str(session_dir)
+    with SessionStore(cfg) as store:
+        yield store
 
 
 def gold_config(session_dir: Path | str | None = None, **session: object) -> dict:

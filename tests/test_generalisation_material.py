@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from graph_fixtures import REPO
+from graph_fixtures import default_store
 
 from agent.safety import check_red_flags, check_text_flags
-from agent.sessions import SessionStore
 from agent.tracker import update_state
 from eval.generalisation import PHRASINGS, run_statements, run_stories
-from policies.agent_config import load_config
 from policies.nlu.clinical import ClinicalNLU
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    cfg = load_config(REPO / "configs" / "default.yaml")
-    cfg["session"]["dir"] = str(tmp_path_factory.mktemp("material"))
-    with SessionStore(cfg) as s:
+    with default_store(tmp_path_factory.mktemp("material")) as s:
         yield s
 
 

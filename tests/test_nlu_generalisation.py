@@ -11,19 +11,17 @@ held-aside material), through the real graph and SQLite sessions on configs/defa
 from __future__ import annotations
 
 import pytest
-from graph_fixtures import REPO
+from graph_fixtures import default_store
 
 from agent import cmas
-from agent.ontology import default_vocabulary, symptom_names
+from agent.ontology import default_vocabulary
 from agent.sessions import SessionStore
-from policies.agent_config import load_config
+from eval.generalisation import find_status
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    cfg = load_config(REPO / "configs" / "default.yaml")
-    cfg["session"]["dir"] = str(tmp_path_factory.mktemp("generalisation"))
-    with SessionStore(cfg) as s:
+    with default_store(tmp_path_factory.mktemp("generalisation")) as s:
         yield s
 
 
@@ -35,11 +33,7 @@ def talk(store: SessionStore, *lines: str):
 
 
 def status_of(state: dict, slot: str, value: str) -> str | None:
-    vocab = default_vocabulary()
-    for status, item in cmas.slot_items(state, slot):
-        if any(vocab.same(slot, n, value) for n in symptom_names(str(item.get("value", "")), item)):
-            return status
-    return None
+    return find_status(state, slot, value, default_vocabulary())
 
 
 # 1 ------------------------------------------------------------------ the chief complaint in plain words

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from graph_fixtures import REPO
+from graph_fixtures import REPO, default_store
 
 from agent.safety import check_text_flags, default_rules
 from agent.sessions import SessionStore
-from policies.agent_config import load_config
 
 CASES = {
     "chest_pain_with_dyspnea": (["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
@@ -52,9 +51,7 @@ def test_every_rule_has_cases():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    cfg = load_config(REPO / "configs" / "default.yaml")
-    cfg["session"]["dir"] = str(tmp_path_factory.mktemp("flags"))
-    with SessionStore(cfg) as s:
+    with default_store(tmp_path_factory.mktemp("flags")) as s:
         yield s
 
 

@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 
 from agent.clinical_text import ClauseReader, default_clause_reader
-from agent.lay_terms import glossed, lay_phrases
+from agent.lay_terms import CODED, glossed, lay_phrases
 from agent.ontology import Vocabulary
 from agent.semantic import Encoder, default_encoder
 from policies.nlu.lexicon import CONDITION, Lexicon
@@ -60,13 +60,13 @@ class ConceptMatcher:
                 emitted.setdefault(code, t.value)
         rows: list[tuple[str, str]] = []
         for entry in self.vocab.ontology.symptoms.values():
-            if _GENERIC.match(entry.code) or entry.code in ("general enquiry", "all", "general"):
+            if _GENERIC.match(entry.code) or entry.code == "general enquiry":
                 continue
             value = emitted.get(entry.code, entry.code)
             names = [entry.display_name, *entry.keywords]
             if entry.description:
                 rows.append((value, re.sub(r"^patient (?:has|is|feels|experiences?) ", "", entry.description)))
-            rows += [(value, n) for n in names if n and not re.search(r"[,;()\[\]/]|\bnos\b", n)]
+            rows += [(value, n) for n in names if n and not CODED.search(n)]
         rows += [(p.value, p.phrase) for p in lay_phrases() if p.base == "symptom"]
         rows += [(t.value, t.phrase) for t in self.lexicon.terms if t.base == "symptom" and len(t.phrase.split()) > 1]
         rows = [(v, " ".join(t.lower().split())) for v, t in rows if not _GENERIC.match(t.lower().strip())]

@@ -147,6 +147,13 @@ def context_pipeline():
     nlp.add_pipe("sentencizer")
     context = nlp.add_pipe("medspacy_context")
     context.add(conversation_rules())
+    # medspaCy lets a TERMINATE cue cut a scope only when the two scopes "overlap", and its overlap test is false when
+    # the cue's scope (the whole sentence) contains the other (a FORWARD cue with max_scope): "I don't smoke, and I
+    # have a glass of wine" kept the wine denied. A one-token window around each TERMINATE cue makes it lie inside
+    # the scopes it should cut.
+    for rule in context.rules:
+        if rule.direction == "TERMINATE" and rule.max_scope is None:
+            rule.max_scope = 1
     return nlp
 
 

@@ -138,3 +138,14 @@ def test_an_inability_and_a_leading_no_do_not_negate_what_follows(store):
 def test_a_hedge_is_not_a_negation(store):
     state = talk(store, "I think I've been a bit more tired than usual.").state().patient_state
     assert status_of(state, "symptom", "fatigue") == "positive", state
+
+
+def test_a_denial_ends_at_the_next_clause_about_the_patient(store):
+    """A negation's scope stops at "and I" / "but I": medspaCy's overlap test kept a whole-sentence TERMINATE cue
+    from cutting a windowed negation."""
+    state = talk(store, "I've never smoked, and I drink a couple of beers at the weekend.").state().patient_state
+    assert status_of(state, "habit", "smoking") == "negative", state
+    assert status_of(state, "habit", "alcohol abuse") == "positive", state
+    state = talk(store, "There's no temperature with it but I keep coughing.").state().patient_state
+    assert status_of(state, "symptom", "fever") == "negative", state
+    assert status_of(state, "symptom", "coughing") == "positive", state

@@ -41,7 +41,12 @@ from agent.paths import REPO_ROOT
 from agent.safety import RuleSet, check_red_flags, default_rules
 
 DEFAULT_CASES_DIR = REPO_ROOT / "data" / "cases"
-DOMAINS = ("respiratory", "cardiac", "musculoskeletal", "gastro", "mental health", "other")
+DOMAINS = ("respiratory", "cardiac", "musculoskeletal", "gastro", "mental health", "neurological", "genitourinary",
+           "endocrine", "skin", "ent", "infection", "haematology", "other")
+PRESENTATIONS = ("cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache",
+                 "weakness_numbness", "abdominal_pain", "gi_bleeding", "vomiting_diarrhoea", "back_pain", "joint_pain",
+                 "urinary", "fever", "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss")
+"""The presenting-complaint classes a card's interview should follow (``CaseCard.presentation``)."""
 NEGATIVE_STATUSES = frozenset({"negative", "unavail", "not_traveled", "false", "not_living"})
 OPEN_HEADS = cmas.OPEN_VALUES
 
@@ -61,6 +66,7 @@ class CaseCard(BaseModel):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     title: str
     domain: Literal[DOMAINS] = "other"  # type: ignore[valid-type]
+    presentation: Literal[PRESENTATIONS] | None = None  # type: ignore[valid-type]  # the chief complaint's class
     source: str = "hand-written"
     chief_complaint: list[str] = Field(min_length=1, description="positive symptom values the patient opens with")
     diagnosis: str | None = None

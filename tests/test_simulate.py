@@ -22,7 +22,17 @@ from agent.data import load_dialogues
 from agent.ontology import default_vocabulary
 from agent.protocol import TurnContext
 from agent.safety import MAX_PATIENT_CHARS, check_red_flags
-from eval.cases import CaseCard, CaseError, card_from_dialogue, covered, load_card, load_cards, state_facts, supported
+from eval.cases import (
+    PRESENTATIONS,
+    CaseCard,
+    CaseError,
+    card_from_dialogue,
+    covered,
+    load_card,
+    load_cards,
+    state_facts,
+    supported,
+)
 from eval.simulate import ResultsFile, prepare, run
 from eval.simulate_metrics import coverage_counts, precision, rates
 from eval.simulators import (
@@ -75,8 +85,9 @@ def ask(*items: tuple[str, str, list[dict] | None]) -> DoctorTurn:
 
 def test_shipped_cards_are_valid_cover_the_domains_and_agree_with_the_red_flag_rules():
     cards = load_cards([CASES])
-    assert len(cards) >= 10
-    assert {"respiratory", "musculoskeletal", "cardiac", "gastro"} <= {c.domain for c in cards}
+    assert len(cards) >= 40
+    assert {"respiratory", "musculoskeletal", "cardiac", "gastro", "mental health", "neurological", "genitourinary",
+            "infection"} <= {c.domain for c in cards}
     flagged = {f for c in cards for f in c.red_flags}
     assert {"hemoptysis", "suicidal_ideation"} <= flagged
     for card in cards:
@@ -84,6 +95,11 @@ def test_shipped_cards_are_valid_cover_the_domains_and_agree_with_the_red_flag_r
         assert sorted(f.id for f in check_red_flags(card.state)) == sorted(card.red_flags), card.id
         assert card.notes.strip(), f"{card.id}: every card carries its clinical review note"
         assert card.chief_complaint and card.facts()
+    # every card names its presenting-complaint class, and every class has at least two cards of different diagnoses
+    assert all(c.presentation in PRESENTATIONS for c in cards), [c.id for c in cards if c.presentation is None]
+    for presentation in PRESENTATIONS:
+        diagnoses = {c.diagnosis for c in cards if c.presentation == presentation and c.diagnosis}
+        assert len(diagnoses) >= 2, (presentation, diagnoses)
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -92,6 +108,7 @@ def test_shipped_cards_are_valid_cover_the_domains_and_agree_with_the_red_flag_r
     ({"state": {"positive_symptom": [{"value": "coughing", "progression": "worse"}]}}, "progression"),
     ({"chief_complaint": ["fever"]}, "chief_complaint"),
     ({"red_flags": ["no_such_rule"]}, "no_such_rule"),
+    ({"presentation": "toothache"}, "presentation"),
     ({"surprise": 1}, "surprise"),
 ])
 def test_a_bad_card_fails_with_the_file_and_the_key(tmp_path, change, message):

@@ -5,6 +5,11 @@ a history still needs (``configs/questionnaire.yaml``), drops those the state an
 or that were asked before, and asks the first one or two, about one topic. A symptom
 found positive during the review of systems therefore gets its own history of
 presenting complaint next, as a clinician would do.
+
+With ``plans:`` configured (issue 18), a chief complaint that selects a presentation plan
+(``policies.presentations.choose_plan``) orders the interview instead of the review of systems:
+the complaint's first checks (to its onset), the plan's red-flag screen, the rest of the
+characterisation, the associated groups, the risk factors, then the configured sections.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -19,15 +25,21 @@ from agent import cmas
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.paths import REPO_ROOT
 from agent.protocol import ModuleOutput, TurnContext
-from policies.questions import Question, answered, asked, to_actions
+from policies.questions import Question, answered, asked, questions_of, to_actions
+
+if TYPE_CHECKING:
+    from policies.presentations import Ask, Plan
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "questionnaire.yaml"
 
 STAGES = (
-    "greeting", "hpi", "associated_symptoms", "review_of_systems",
+    "greeting", "hpi", "red_flag_screen", "associated_symptoms", "review_of_systems", "risk_factors",
     # then the configured sections, in order, then:
     "wrap_up", "close",
 )
+PLAN_GROUP = 3
+"""With a presentation plan, a red-flag rule's screen, an associated group or one slot type's risk factors is asked
+up to this many items a turn ("any fainting, chest pain or palpitations?"): policies.presentations.MAX_GROUP."""
 GREETING = [{"action": "nod_prompt_salutations"}]
 WRAP_UP = [{"action": "chit-chat"}]
 FAREWELL = [{"action": "nod_prompt_salutations"}]
@@ -59,6 +71,8 @@ class QuestionnaireConfig:
     default_review: tuple[str, ...]
     sections: list[Section]
     wrap_up: bool = True
+    plans: dict[str, Plan] | None = None  # presentation plans by id; None: the review of systems only
+    plans_dir: Path | None = None
 
 
 # --------------------------------------------------------------------------- loading
@@ -123,7 +137,8 @@ def _check_values(raw: object, where: str) -> dict[str, tuple[str, ...]]:
 def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabulary | None = None) -> QuestionnaireConfig:
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text())
-    known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up"}
+    known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up",
+             "plans"}
     if not isinstance(raw, dict):
         raise _fail(str(path), "expected a mapping")
     if unknown := set(raw) - known:
@@ -187,7 +202,29 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         default_review=default_review,
         sections=sections,
         wrap_up=bool(raw.get("wrap_up", True)),
+        **_plans(raw.get("plans"), Path(path), vocab),
     )
+
+
+def _plans(raw: object, config_path: Path, vocab: Vocabulary) -> dict:
+    """``plans: <directory>`` (relative to the config file's directory, else to the repository root): the presentation
+    plans that order the interview (``policies/presentations.py``); null or absent: the review of systems alone."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, str) or not raw:
+        raise _fail("plans", f"expected a directory of presentation plans or null, got {raw!r}")
+    from policies.presentations import PlanError, load_plans
+
+    d = Path(raw).expanduser()
+    if not d.is_absolute():
+        d = config_path.parent / d if (config_path.parent / d).is_dir() else REPO_ROOT / d
+    if not d.is_dir():
+        raise _fail("plans", f"{raw!r} is not a directory (relative to {config_path.parent} or {REPO_ROOT})")
+    try:
+        plans = load_plans(d, vocab=vocab)
+    except PlanError as exc:
+        raise _fail("plans", str(exc)) from None
+    return {"plans": plans, "plans_dir": d.resolve()}
 
 
 # --------------------------------------------------------------------------- the policy
@@ -197,13 +234,21 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
 class Candidate:
     stage: str
     question: Question
+    group: str | None = None  # a plan's red-flag rule, associated group or risk-factor slot: asked together
+
+    @property
+    def screening(self) -> bool:
+        q = self.question
+        return q.check is None or (q.check == "location" and bool(q.values))  # "any pain in your abdomen?"
 
     @property
     def topic(self) -> tuple:
-        """Questions of one turn share a topic: one symptom's attributes, or one slot type's screening."""
+        """Questions of one turn share a topic: one symptom's attributes, one slot type's screening, or one group of
+        a presentation plan (a red-flag rule's screen, an associated group)."""
         q = self.question
-        screening = q.check is None or (q.check == "location" and q.values)  # "any pain in your abdomen?"
-        return (self.stage, q.base, None if screening else q.value)
+        if self.group is not None:
+            return (self.stage, self.group)
+        return (self.stage, q.base, None if self.screening else q.value)
 
 
 class QuestionnairePolicy:
@@ -254,6 +299,16 @@ class QuestionnairePolicy:
         return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks) if c not in skip]
 
     def candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
+        plan = self.plan_for(ctx)
+        if plan is not None:
+            yield from self.plan_candidates(ctx, plan)
+        else:
+            yield from self.review_candidates(ctx)
+        yield from self.section_candidates(ctx)
+
+    def review_candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
+        """Today's interview without a plan: each positive symptom's history, its system's symptoms, the review of
+        the related systems."""
         state, cfg = ctx.state, self.config
         positives = self._positive_symptoms(state)
         for item in positives:
@@ -268,6 +323,9 @@ class QuestionnairePolicy:
         for system in dict.fromkeys(review):
             for q in cfg.systems[system]:
                 yield Candidate("review_of_systems", q)
+
+    def section_candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
+        state, cfg = ctx.state, self.config
         for sec in cfg.sections:
             for q in sec.ask:
                 yield Candidate(sec.stage, q)
@@ -277,6 +335,133 @@ class QuestionnairePolicy:
                     if isinstance(value, str) and value.casefold() not in cmas.OPEN_VALUES:
                         for c in checks:
                             yield Candidate(sec.stage, Question(base, value, c))
+
+    # -- a presentation plan's interview
+
+    def chief_complaint(self, ctx: TurnContext) -> list[str]:
+        """The positive symptoms the patient named without being screened for them (the opening complaint, or a new
+        main problem): those no earlier doctor question asked about by name."""
+        screened = [q for turn in ctx.past_actions for q in questions_of(turn)
+                    if q.base == "symptom" and (q.check is None or (q.check == "location" and q.values))]
+        out = []
+        for item in self._positive_symptoms(ctx.state):
+            if not any(self.vocab.same("symptom", q.value, item["value"]) for q in screened):
+                out.append(item["value"])
+        return list(dict.fromkeys(out))
+
+    def plan_for(self, ctx: TurnContext) -> Plan | None:
+        """The presentation plan the state calls for (``policies.presentations.choose_plan``), None without plans."""
+        if not self.config.plans:
+            return None
+        from agent.safety import LEVELS, check_red_flags
+        from policies.presentations import choose_plan
+
+        flags = sorted(check_red_flags(ctx.state), key=lambda f: LEVELS.index(f.level) if f.level in LEVELS else 9)
+        return choose_plan(ctx.state, self.config.plans, chief_complaint=self.chief_complaint(ctx),
+                           flags=[f.id for f in flags], vocab=self.vocab)
+
+    def _plan_checks(self, plan: Plan, item: dict) -> tuple[str, ...] | None:
+        from agent.ontology import symptom_names
+
+        names = symptom_names(item["value"], item)
+        for symptom, checks in plan.characterise.items():
+            if any(self.vocab.same("symptom", symptom, n) for n in names[:1]):
+                return checks
+        for symptom, checks in plan.characterise.items():
+            if any(self.vocab.same("symptom", symptom, n) for n in names):
+                return checks
+        return None
+
+    def _characterise(self, plan: Plan, item: dict, secondary: bool = False) -> list[Question]:
+        checks = self._plan_checks(plan, item)
+        if checks is None:
+            return self.hpi_questions(item, secondary)
+        values = self._lookup(self.config.check_values, item["value"]) or {}
+        return [Question("symptom", item["value"], c, values.get(c, ())) for c in checks]
+
+    def _ask(self, state: dict, a: Ask) -> Question | None:
+        """The screening question of a plan item; None for a located item whose value the patient has elsewhere
+        (the state keeps one item per value: a "no" to "any pain in your abdomen?" would deny the back pain itself;
+        where that symptom is felt is its own characterisation's question)."""
+        from agent.ontology import find_item
+
+        if a.location:
+            found = find_item(state, a.base, a.value, self.vocab)
+            if found is not None and found[0] == "positive":
+                return None
+            return Question(a.base, a.value, "location", tuple(a.location))  # "any pain in your arm?"
+        return Question(a.base, a.value)
+
+    def _decisive(self, state: dict, a: Ask) -> Question | None:
+        """The one attribute a plan asks of an item the patient has (``check``), None when it names none."""
+        from agent.ontology import find_item
+
+        if a.check is None:
+            return None
+        found = find_item(state, a.base, a.value, self.vocab)
+        if found is None or found[0] != "positive":
+            return None
+        if a.base in cmas.RECORD_SLOTS or a.base == "basic_information":
+            return None
+        return Question(a.base, a.value, a.check)
+
+    def plan_candidates(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
+        """A complaint-led history: the main complaint's first checks (up to its onset), the red-flag screen, the
+        rest of the characterisation, the associated groups (with each positive's decisive check), the risk factors.
+        The configured sections follow (what the plan asked is not asked again)."""
+        state = ctx.state
+        positives = self._positive_symptoms(state)
+        complaint = self.chief_complaint(ctx)
+        mains = [it for it in positives if plan.triggered_by(it, self.vocab)]
+        others = [it for it in positives if it["value"] in complaint and it not in mains]  # named, not the plan's
+        first = (mains or others)[:1]
+        main_qs = self._characterise(plan, first[0]) if first else []
+        n = self.config.questions_per_turn
+        at = next((i for i, q in enumerate(main_qs) if q.check == "onset"), None)
+        head = main_qs[:n] if at is None or at < n else [*main_qs[:n - 1], main_qs[at]]  # one turn, onset in it
+        for q in head:
+            yield Candidate("hpi", q)
+        screen_qs = [q for s in plan.red_flag_screen for a in s.ask if (q := self._ask(state, a)) is not None]
+        for base in dict.fromkeys(q.base for q in screen_qs):  # one slot type's warning signs, up to three a turn
+            for q in screen_qs:
+                if q.base == base:
+                    yield Candidate("red_flag_screen", q, f"screen:{base}")
+        for screen in plan.red_flag_screen:
+            for a in screen.ask:
+                if (q := self._decisive(state, a)) is not None:
+                    yield Candidate("red_flag_screen", q)
+        for q in main_qs:
+            if q not in head:
+                yield Candidate("hpi", q)
+        for item in mains[1:]:
+            for q in self._characterise(plan, item):
+                yield Candidate("hpi", q)
+        for item in others:  # other problems the patient named themselves get the short history
+            if item is not first[0]:
+                for q in self._characterise(plan, item, secondary=True):
+                    yield Candidate("hpi", q)
+        for i, group in enumerate(plan.associated):
+            for a in group.ask:
+                if (q := self._ask(state, a)) is not None:
+                    yield Candidate("associated_symptoms", q, f"group:{i}")
+            for a in group.ask:
+                if (q := self._decisive(state, a)) is not None:
+                    yield Candidate("associated_symptoms", q)
+        for a in plan.risk_factors:
+            if (q := self._ask(state, a)) is not None:
+                yield Candidate("risk_factors", q, f"risk:{a.base}")
+            if a.check is not None and (found := self._decisive_record(state, a)) is not None:
+                yield Candidate("risk_factors", found)
+
+    def _decisive_record(self, state: dict, a: Ask) -> Question | None:
+        from agent.ontology import find_item
+
+        if a.base == "basic_information":
+            return None
+        found = find_item(state, a.base, a.value, self.vocab)
+        if found is None or found[0] in ("negative", "unavail"):
+            return None
+        return Question(a.base, a.value, a.check)
 
     def open_questions(self, ctx: TurnContext) -> Iterator[Candidate]:
         """Candidates neither answered by the state nor asked before."""
@@ -303,10 +488,12 @@ class QuestionnairePolicy:
         picked: list[Candidate] = []
         for cand in self.open_questions(ctx):
             same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
-            if picked and (cand.topic != picked[0].topic or (cand.topic[2] is None and same_item)):
+            if picked and (cand.topic != picked[0].topic or (cand.screening and same_item)):
                 break
             picked.append(cand)
-            if len(picked) == self.config.questions_per_turn:
+            n = self.config.questions_per_turn
+            limit = (PLAN_GROUP if n > 1 else 1) if picked[0].group is not None else n
+            if len(picked) >= limit:
                 break
         if picked:
             questions = [c.question for c in picked]

@@ -1,0 +1,255 @@
+"""Issue 18: presentation plans drive the questionnaire policy. The chief complaint's first checks, then the plan's
+red-flag screen (first question within 2 doctor turns of the complaint, all of it within 5), the rest of the
+characterisation, the associated groups asked together, the risk factors, then the remaining sections; no plan: the
+review of systems exactly as before. Real objects only: the shipped plans, config, tracker and template NLG."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from agent import cmas
+from agent.ontology import find_item
+from agent.protocol import TurnContext
+from agent.tracker import update_state
+from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
+from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
+from policies.questions import answered, questions_of, to_actions
+from policies.template_nlg import TemplateNLG
+
+PLANS = default_plans()
+
+
+@pytest.fixture(scope="module")
+def base_config():
+    return load_questionnaire_config()
+
+
+@pytest.fixture(scope="module")
+def with_plans(base_config) -> QuestionnairePolicy:
+    return QuestionnairePolicy(dataclasses.replace(base_config, plans=PLANS))
+
+
+@pytest.fixture(scope="module")
+def without_plans(base_config) -> QuestionnairePolicy:
+    return QuestionnairePolicy(base_config)
+
+
+@pytest.fixture(scope="module")
+def nlg() -> TemplateNLG:
+    return TemplateNLG()
+
+
+def ctx_of(state: dict, past: list[list[dict]]) -> TurnContext:
+    turns = []
+    for _ in past:
+        turns += [("doctor", "..."), ("patient", "...")]
+    return TurnContext(turns=turns, state=state, past_actions=past)
+
+
+def screening(q) -> bool:
+    return q.check is None or (q.check == "location" and bool(q.values))
+
+
+def denies(questions) -> dict:
+    """A patient who says no to every screening question and tells onset and duration when asked."""
+    slots: dict[str, list] = {}
+    for q in questions:
+        if q.base == "basic_information":
+            slots.setdefault("basic_information", [{}])[0][q.value] = {"age": "58", "sex": "male"}[q.value]
+        elif q.base in cmas.RECORD_SLOTS:
+            slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "teacher", "status": "true"},
+                              "residence": {"value": "house", "status": "living"}}[q.base]]
+        elif screening(q):
+            slots.setdefault(f"negative_{q.base}", []).append(
+                {"value": q.value, **({"location": list(q.values)} if q.values else {})})
+        elif q.base == "symptom" and q.check in ("onset", "duration"):
+            slots.setdefault("positive_symptom", []).append({"value": q.value, q.check: "3 days"})
+    return slots
+
+
+def affirms(questions) -> dict:
+    """A patient who says yes to every symptom screening question (raising red flags as it goes)."""
+    slots: dict[str, list] = {}
+    for q in questions:
+        if q.base == "symptom" and screening(q):
+            slots.setdefault("positive_symptom", []).append(
+                {"value": q.value, **({"location": list(q.values)} if q.values else {})})
+        elif q.base == "symptom" and q.check == "onset":
+            slots.setdefault("positive_symptom", []).append({"value": q.value, "onset": "yesterday"})
+    return slots or denies([q for q in questions if q.base != "symptom"])
+
+
+def interview(policy, answer, first_state, nlg=None, max_turns=80):
+    state, past, stages, texts = {}, [], [], []
+    for turn in range(max_turns):
+        ctx = ctx_of(state, past)
+        out = policy.next_actions(ctx)
+        assert cmas.parse_actions(out.value) == out.value
+        if nlg is not None:
+            texts.append(nlg.verbalize(out.value, ctx).value)
+        stages.append(out.meta["stage"])
+        past = past + [out.value]
+        if cmas.closing_reason(out.value, after_opening=turn > 0):
+            return state, past, stages, texts
+        slots = first_state if turn == 0 else answer(questions_of(out.value))
+        frames = cmas.parse_nlu([{"intent": "inform", "slots": slots}] if slots else [{"intent": "chit-chat"}])
+        state = update_state(state, frames)
+    raise AssertionError(f"no closing within {max_turns} turns; stages {stages}")
+
+
+def complaint_of(plan) -> dict:
+    t = plan.triggers[0]
+    return {"positive_symptom": [{"value": t.value, **({"location": [t.location[0]]} if t.location else {})}]}
+
+
+def key(q) -> str:
+    return json.dumps([q.base, q.value, q.check, sorted(q.values)])
+
+
+# --------------------------------------------------------------------------- the screen comes first and on time
+
+
+@pytest.mark.parametrize("complaint, plan_id", [
+    ({"value": "melena"}, "gi_bleeding"),
+    ({"value": "chest pain"}, "chest_pain"),
+    ({"value": "pain", "location": ["lower back"]}, "back_pain"),
+])
+def test_red_flag_screen_within_two_turns_and_whole_within_five(with_plans, nlg, complaint, plan_id):
+    first = {"positive_symptom": [complaint]}
+    opening = update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}]))
+    plan = choose_plan(opening, PLANS)
+    assert plan is not None and plan.id == plan_id
+    _, past, stages, texts = interview(with_plans, denies, first, nlg)
+    # doctor turn 0 greets; the patient's reply names the complaint; doctor turns 1.. follow
+    assert stages[1] == "hpi" and "onset" in [q.check for q in questions_of(past[1])]
+    assert stages.index("red_flag_screen") <= 2
+    screen = [with_plans._ask(opening, a) for s in plan.red_flag_screen for a in s.ask]
+    wanted = {key(q) for q in screen if q is not None and not answered(opening, q, with_plans.vocab)}
+    early = {key(q) for turn in past[1:6] for q in questions_of(turn)}
+    assert wanted and wanted <= early, sorted(wanted - early)
+    assert max(i for i, s in enumerate(stages) if s == "red_flag_screen") <= 5
+    order = [s for i, s in enumerate(stages) if i == 0 or s != stages[i - 1]]
+    assert order[:5] == ["greeting", "hpi", "red_flag_screen", "hpi", "associated_symptoms"]
+    assert order.index("risk_factors") > order.index("associated_symptoms")
+    assert "review_of_systems" not in order and order[-2:] == ["wrap_up", "close"]
+    assert all(t.strip() and "{" not in t for t in texts)
+
+
+@pytest.mark.parametrize("plan_id", sorted(PLANS))
+def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans, nlg, plan_id):
+    plan = PLANS[plan_id]
+    first = complaint_of(plan)
+    opening = update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}]))
+    assert choose_plan(opening, PLANS) is plan
+    _, past, stages, texts = interview(with_plans, denies, first, nlg)
+    screen_turns = [i for i, s in enumerate(stages) if s == "red_flag_screen"]
+    if plan.red_flag_screen:
+        assert screen_turns and screen_turns[0] <= 2 and screen_turns[-1] <= 5, (plan_id, stages[:8])
+    groups = [{(a.base, a.value) for a in g.ask} for g in plan.associated]
+    for turn, stage in zip(past, stages, strict=True):
+        qs = questions_of(turn)
+        assert len(qs) <= 3
+        if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(map(screening, qs)):
+            assert len({q.base for q in qs}) == 1, (plan_id, qs)  # one slot type a turn
+        if stage == "associated_symptoms" and all(map(screening, qs)):
+            assert any({(q.base, q.value) for q in qs} <= g for g in groups), (plan_id, qs)  # one group = one system
+        if stage == "hpi":
+            assert len({q.value for q in qs}) == 1  # one symptom's attributes
+    asked = [key(q) for turn in past for q in questions_of(turn)]
+    assert len(asked) == len(set(asked)), plan_id
+    assert all(t.strip() and "{" not in t for t in texts)
+
+
+@pytest.mark.parametrize("plan_id", sorted(PLANS))
+def test_a_patient_who_says_yes_to_everything_is_never_asked_twice(with_plans, nlg, plan_id):
+    """Positives raise red flags (which may move the plan) and get their decisive checks; nothing repeats."""
+    _, past, stages, texts = interview(with_plans, affirms, complaint_of(PLANS[plan_id]), nlg)
+    asked = [key(q) for turn in past for q in questions_of(turn)]
+    assert len(asked) == len(set(asked)), plan_id
+    assert stages[-1] == "close" and all(t.strip() for t in texts)
+
+
+# --------------------------------------------------------------------------- every plan question renders
+
+
+def test_every_question_of_every_plan_renders_through_the_template_nlg(with_plans, nlg):
+    n = 0
+    for plan in PLANS.values():
+        qs = []
+        for symptom in plan.characterise:
+            qs += [[q] for q in with_plans._characterise(plan, {"value": symptom})]
+        for s in plan.red_flag_screen:
+            qs += [[with_plans._ask({}, a)] for a in s.ask]
+        for g in plan.associated:
+            qs.append([with_plans._ask({}, a) for a in g.ask])  # the group, asked together
+            qs += [[dataclasses.replace(with_plans._ask({}, a), check=a.check, values=())] for a in g.ask if a.check]
+        for a in plan.risk_factors:
+            qs.append([with_plans._ask({}, a)])
+            if a.check:
+                qs.append([dataclasses.replace(with_plans._ask({}, a), check=a.check)])
+        for group in qs:
+            actions = to_actions(group)
+            assert cmas.parse_actions(actions) == actions
+            text = nlg.verbalize(actions, ctx_of({}, [[{"action": "nod_prompt_salutations"}]])).value
+            assert text.strip() and "{" not in text and "_" not in text, (plan.id, group, text)
+            n += 1
+    assert n > 300
+
+
+# --------------------------------------------------------------------------- no plan: today's behaviour
+
+
+def test_a_complaint_no_plan_knows_gives_todays_interview(with_plans, without_plans):
+    first = {"positive_symptom": [{"value": "anosmia", "onset": "a week ago"}]}
+    opening = update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}]))
+    assert choose_plan(opening, PLANS) is None
+    on = interview(with_plans, denies, first)
+    off = interview(without_plans, denies, first)
+    assert on[1] == off[1] and on[2] == off[2]
+    assert "review_of_systems" in on[2] and "red_flag_screen" not in on[2]
+
+
+def test_plans_off_is_todays_policy(without_plans, base_config):
+    assert base_config.plans is None and without_plans.plan_for(ctx_of(
+        {"positive_symptom": [{"value": "melena"}]}, [[{"action": "nod_prompt_salutations"}]])) is None
+    out = without_plans.next_actions(ctx_of({"positive_symptom": [{"value": "melena", "onset": "yesterday"}]},
+                                            [[{"action": "nod_prompt_salutations"}]]))
+    assert out.meta["stage"] == "hpi"
+
+
+# --------------------------------------------------------------------------- the config switch
+
+
+def test_config_plans_switch(tmp_path):
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text("hpi: {checks: [onset]}\nplans: null\n")
+    assert load_questionnaire_config(cfg).plans is None
+    plans_dir = tmp_path / "plans"
+    plans_dir.mkdir()
+    (plans_dir / "gi_bleeding.yaml").write_text((DEFAULT_DIR / "gi_bleeding.yaml").read_text())
+    cfg.write_text("hpi: {checks: [onset]}\nplans: plans\n")  # relative to the config file's directory
+    loaded = load_questionnaire_config(cfg)
+    assert list(loaded.plans) == ["gi_bleeding"] and loaded.plans_dir == plans_dir.resolve()
+    cfg.write_text("hpi: {checks: [onset]}\nplans: nowhere\n")
+    with pytest.raises(QuestionnaireConfigError, match="plans"):
+        load_questionnaire_config(cfg)
+    (plans_dir / "gi_bleeding.yaml").write_text("id: gi_bleeding\ntitle: x\n")
+    cfg.write_text("hpi: {checks: [onset]}\nplans: plans\n")
+    with pytest.raises(QuestionnaireConfigError, match="gi_bleeding.yaml"):
+        load_questionnaire_config(cfg)
+    cfg.write_text("hpi: {checks: [onset]}\nplan: plans\n")
+    with pytest.raises(QuestionnaireConfigError, match="plan"):
+        load_questionnaire_config(cfg)
+
+
+def test_a_positive_answer_to_a_located_screen_does_not_erase_the_complaint(with_plans):
+    """The state keeps one item per value: "any pain in your abdomen?" is not asked of a patient with back pain (a
+    "no" would deny the back pain itself); where the pain is felt is its own characterisation's question."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["lower back"], "onset": "3 days ago"}]}
+    ctx = ctx_of(state, [[{"action": "nod_prompt_salutations"}]])
+    asked = [c.question for c in with_plans.open_questions(ctx)]
+    assert not any(q.value == "pain" and q.values for q in asked)
+    assert find_item(state, "symptom", "pain", with_plans.vocab)[0] == "positive"

@@ -11,6 +11,8 @@ it overlaps it ("never had" before "had a seizure").
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -192,6 +194,7 @@ class ClauseReader:
 
     def __init__(self) -> None:
         self._recent: dict[tuple[str, int], list[Clause]] = {}
+        self._lock = threading.Lock()  # one reader per process, shared by the interviews' threads
 
     @cached_property
     def _nlp(self):
@@ -202,12 +205,14 @@ class ClauseReader:
         short sentences ("My chest is tight. It goes down my arm."), with at least two content words. The last turns
         read are kept: the NLU's second stage and the red-flag screen read the same turn."""
         key = (text, max_words)
-        if (hit := self._recent.get(key)) is not None:
-            return hit
+        with self._lock:
+            if (hit := self._recent.get(key)) is not None:
+                return hit
         out = self._clauses(text, max_words)
-        self._recent[key] = out
-        while len(self._recent) > 64:
-            self._recent.pop(next(iter(self._recent)))
+        with self._lock:
+            self._recent[key] = out
+            while len(self._recent) > 64:
+                self._recent.pop(next(iter(self._recent)))
         return out
 
     def _clauses(self, text: str, max_words: int) -> list[Clause]:
@@ -261,3 +266,90 @@ class ClauseReader:
 def default_clause_reader() -> ClauseReader:
     """One clause reader per process (its ConText pipeline takes about 3 s to build)."""
     return ClauseReader()
+
+
+# --------------------------------------------------------------------------- a guardian speaking for the patient
+
+# Who brings a patient and speaks for them (MediTOD's guide: "the patient is an infant (or is unable to communicate)
+# and is accompanied by its guardian ... you must label the utterance from the perspective of the patient").
+# Friends and colleagues are left out: they are sick contacts more often than patients brought in.
+GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
+grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
+_FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
+# A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
+_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
+                          r"|years ago|used to|runs in|history of|when (?:he|she) was|for (?:many )?years|for ages"
+                          r"|all (?:his|her) life|long[- ]standing)\b", re.I)
+# The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
+# patient and the relative is family history.
+_OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b", re.I)
+# "My wife says I snore": the relative reports on the speaker, who is the patient.
+_REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?(?:I|I'm|I've|me|my)\b", re.I)
+_POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
+skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
+knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight
+memory mind temp""".split())
+_HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
+
+
+def proxy_subject(text: str) -> str | None:
+    """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
+    son's had a fit", "Mum's gone all muddled since yesterday"), else None. A relative's past ("my dad had a heart
+    attack at 55") or a turn that also tells the speaker's own complaint is family history, not a proxy report."""
+    words = re.findall(r"[a-z']+|[’]", text.lower().replace("’", "'"))
+    i = 0
+    while i < len(words) and words[i] in _FILLERS:
+        i += 1
+    if i < len(words) and words[i] == "my":
+        i += 1
+    if i >= len(words):
+        return None
+    head = words[i].removesuffix("'s")
+    others = {w.removesuffix("'s") for w in words[i + 1:]} & (GUARDED | RELATIVES) - {head}
+    if others & {"mum", "mom", "mother", "dad", "father", "brother", "sister", "grandma", "grandmother", "grandad",
+                 "grandfather", "nan", "granny", "grandpa", "aunt", "uncle", "cousin"}:
+        return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
+    if head not in GUARDED or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
+        return None
+    return head
+
+
+def first_person(text: str, relative: str) -> str:
+    """``text`` told as the patient would tell it: the relative and the third-person pronouns become "I", "me",
+    "my" ("My wife blacked out, she said her heart was racing" -> "I blacked out, I said my heart was racing"), so
+    readers written for what patients say of themselves read a guardian's report of the patient."""
+    rel = re.escape(relative)
+    contraction = r"(?:'s|’s)"
+
+    def subject_s(m: re.Match) -> str:  # "X's" is possessive before a body word, else "is" / "has"
+        nxt = m.group("next").lower()
+        if nxt in _POSSESSED:
+            return f"my {m.group('next')}"
+        return f"{'I have' if nxt in _HAVE_NEXT else 'I am'} {m.group('next')}"
+
+    out = re.sub(rf"\b(?:my\s+)?{rel}{contraction}\s+(?P<next>\w+)", subject_s, text, flags=re.I)
+    out = re.sub(rf"\b(?:he|she){contraction}\s+(?P<next>\w+)", subject_s, out, flags=re.I)
+    out = re.sub(rf"\b(?:my\s+){rel}\b", "I", out, flags=re.I)
+    out = re.sub(rf"^(\W*){rel}\b", r"\1I", out, flags=re.I)
+    for pattern, repl in ((r"\b(?:he|she)\b", "I"), (r"\bhim\b", "me"), (r"\b(?:his|her)\b", "my"),
+                          (r"\b(?:himself|herself)\b", "myself"), (r"\bI is\b", "I am"), (r"\bI has\b", "I have"),
+                          (r"\bI isn't\b", "I am not"), (r"\bI hasn't\b", "I haven't"), (r"\bI doesn't\b", "I don't"),
+                          (r"\bI does\b", "I do")):
+        out = re.sub(pattern, repl, out, flags=re.I)
+    return out
+
+
+OPENING_MIN_WORDS = 4  # "Hi." or "Yes, hello." is no opening statement
+
+
+def is_opening(earlier_patient_turns: Iterable[str]) -> bool:
+    """Whether the next patient turn is the opening statement: no earlier patient turn said anything of substance."""
+    return all(len(t.split()) < OPENING_MIN_WORDS for t in earlier_patient_turns)
+
+
+def as_the_patient(text: str) -> tuple[str, str | None]:
+    """An opening statement as the patient's own words, and the relative speaking for them (None: the speaker is
+    the patient). Callers decide what an opening statement is; later turns of a guardian say "he" / "she", which
+    no reader takes for a relative."""
+    relative = proxy_subject(text)
+    return (first_person(text, relative), relative) if relative else (text, None)

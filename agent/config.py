@@ -21,7 +21,7 @@ import yaml
 from agent.paths import read_config_file, resolve_path
 from policies.agent_config import check_agent_config, load_config
 
-KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui")
+KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui", "presentation")
 
 
 def config_type(raw: dict) -> str:
@@ -41,6 +41,8 @@ def config_type(raw: dict) -> str:
         return "load-bench"
     if keys == {"ui"}:
         return "ui"
+    if {"triggers", "characterise", "red_flag_screen"} & keys:
+        return "presentation"
     from models.serve import ServeConfig
 
     if "serve" in keys or keys <= set(ServeConfig.model_fields):
@@ -88,6 +90,10 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
         from ui.settings import load_ui_settings
 
         return kind, {"ui": load_ui_settings(p).model_dump()}
+    if kind == "presentation":
+        from policies.presentations import load_plan
+
+        return kind, load_plan(p).model_dump()
     raise ValueError(f"unknown config type {kind!r}; use one of {', '.join(KINDS)}")
 
 

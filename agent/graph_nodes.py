@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from agent import cmas, safety
+from agent.clinical_text import is_opening
 from agent.graph_state import (
     InterviewState,
     PatientInput,
@@ -236,7 +237,9 @@ class Nodes:
             return []
         seen = {f["id"] for f in s.red_flags}
         fired = _check_red_flags(self.agent, state)
-        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules)]
+        earlier = [t.text for t in s.turns[:turn] if t.speaker == "patient"]
+        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules,
+                                                             opening=bool(said) and is_opening(earlier))]
         out: dict[str, dict] = {}
         for f in fired:
             if f["id"] not in seen and f["id"] not in out:

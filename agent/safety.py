@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from agent import cmas
-from agent.clinical_text import ClauseReader, PhraseFinder, default_clause_reader
+from agent.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
 from agent.grounding import ground_frames
 from agent.lay_terms import gloss
 from agent.ontology import Vocabulary, default_vocabulary, symptom_names
@@ -336,14 +336,21 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     return out
 
 
-def check_text_flags(text: str, rules: RuleSet | None = None) -> list[RedFlag]:
+def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False) -> list[RedFlag]:
     """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
     (whole words) and the semantic screen (each clause against the rules' descriptions), both reading ConText
     ("no blood in my sputum" and "my father coughed up blood" do not fire). Recall before precision: a hedged or
-    merely similar statement is raised as ``possible``. One flag per rule, at the most severe level either gives."""
+    merely similar statement is raised as ``possible``. One flag per rule, at the most severe level either gives.
+
+    ``opening``: the turn is the interview's opening statement, where a guardian may be speaking for the patient
+    ("My son had a fit this morning"): that report is read as the patient's own (``clinical_text.as_the_patient``)
+    and each flag's evidence names who spoke."""
     rules = rules or default_rules()
     if not text.strip():
         return []
+    relative = None
+    if opening:
+        text, relative = as_the_patient(text)
     found = _phrase_flags(text, rules)
     for rid, flag in _semantic_flags(text, rules).items():
         if rid not in found:
@@ -353,6 +360,10 @@ def check_text_flags(text: str, rules: RuleSet | None = None) -> list[RedFlag]:
         if LEVELS.index(flag.level) < LEVELS.index(have.level):
             have.level = flag.level
         have.evidence.extend(flag.evidence)
+    if relative:
+        for flag in found.values():
+            for e in flag.evidence:
+                e["told_by"] = f"a guardian, speaking of their {relative} (read as the patient's own words)"
     return [found[r.id] for r in rules.rules if r.id in found]
 
 

@@ -47,16 +47,19 @@ class Encoder:
         embedded once per process and shared (the red-flag screen and the NLU's second stage read the same ones)."""
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        todo = [t for t in dict.fromkeys(texts) if t not in self._recent]
+        with _LOCK:  # interviews run in threads: another one may evict a row between two looks
+            rows = {t: self._recent[t] for t in dict.fromkeys(texts) if t in self._recent}
+        todo = [t for t in dict.fromkeys(texts) if t not in rows]
         if todo:
             out = self.model.encode(todo, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=False)
+            fresh = dict(zip(todo, np.asarray(out, dtype=np.float32), strict=True))
+            rows.update(fresh)
             with _LOCK:
-                for t, row in zip(todo, np.asarray(out, dtype=np.float32), strict=True):
-                    self._recent[t] = row
+                self._recent.update(fresh)
                 while len(self._recent) > _RECENT:
                     self._recent.pop(next(iter(self._recent)))
-        return np.stack([self._recent[t] for t in texts])
+        return np.stack([rows[t] for t in texts])
 
     def embed_references(self, texts: list[str]) -> np.ndarray:
         """Embeddings of a fixed reference list (rule descriptions, concept names), kept on disk under the cache

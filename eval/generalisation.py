@@ -160,16 +160,27 @@ def run_phrasings(store: SessionStore, path: Path = PHRASINGS, progress: bool = 
             "rules": len(per_rule), "by_rule": per_rule}
 
 
+DEV_MATERIAL = REPO_ROOT / "data" / "generalisation_dev"
+
+
 def run(config: str | Path = DEFAULT_CONFIG, parts: Iterable[str] = ("stories", "statements", "phrasings"),
-        progress: bool = True) -> dict:
+        progress: bool = True, material: str | Path | None = None) -> dict:
+    """The held-aside material's report; ``material``: another folder with ``stories.yaml`` and
+    ``red_flag_statements.yaml`` in the same formats (the development set, ``data/generalisation_dev``, is the one
+    mechanisms are tuned on; the held-aside set only measures them)."""
     cfg = load_config(config)
-    out: dict[str, Any] = {"config": str(config)}
+    out: dict[str, Any] = {"config": str(config), "material": str(material or MATERIAL)}
+    paths = {"stories": STORIES, "statements": STATEMENTS, "phrasings": PHRASINGS}
+    if material is not None:
+        paths = {"stories": Path(material) / "stories.yaml", "statements": Path(material) / "red_flag_statements.yaml"}
+        if unknown := [p for p in parts if p not in paths]:
+            raise ValueError(f"{material}: has no {unknown} material (stories and statements only)")
     with tempfile.TemporaryDirectory(prefix="medhx-generalisation-") as tmp:
         cfg["session"] = {**(cfg.get("session") or {}), "store": "sqlite", "dir": tmp}
         with SessionStore(cfg) as store:
             for part in parts:
                 out[part] = {"stories": run_stories, "statements": run_statements, "phrasings": run_phrasings}[part](
-                    store, progress=progress)
+                    store, paths[part], progress=progress)
     return out
 
 
@@ -216,13 +227,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="agent config (default: the embedded default agent)")
     p.add_argument("--only", choices=["stories", "statements", "phrasings"], action="append",
                    help="run only these parts (repeatable)")
+    p.add_argument("--material", help="a folder with stories.yaml and red_flag_statements.yaml instead of the held-aside "
+                   "set (e.g. data/generalisation_dev, the development set mechanisms are tuned on)")
     p.add_argument("--json", action="store_true", help="the whole report as JSON (default: the README table)")
     p.add_argument("--out", help="also write the JSON report here")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    report = run(args.config, args.only or ("stories", "statements", "phrasings"))
+    default_parts = ("stories", "statements") if args.material else ("stories", "statements", "phrasings")
+    report = run(args.config, args.only or default_parts, material=args.material)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1) if args.json else table(report))

@@ -270,7 +270,7 @@ class Checker:
                     counts.closed_answered += 1
                     answers.append({"transcript": d.dialog_id, "turn": u.uttr_id, "doctor": doctor, "patient": u.text,
                                     "asked": [{"slot": b, "value": v} for b, v in asked], "frames": about})
-            for flag in check_text_flags(u.text):
+            for flag in check_text_flags(u.text, opening=i == opening):
                 counts.flags[flag.id] += 1
                 counts.flag_levels[flag.level] += 1
                 flags.append({"transcript": d.dialog_id, "turn": u.uttr_id, "patient": u.text, "id": flag.id,

@@ -99,6 +99,16 @@ def test_a_reply_about_something_else_answers_nothing(store):
             assert status_of(after, base, value) is None, (base, value, after)
 
 
+def test_a_statement_about_a_habit_is_no_yes_to_the_asked_symptoms(store):
+    """"I have a glass of wine with dinner" opens like a yes ("I have") but names a habit: it answers nothing asked."""
+    asked, before, after = _answer_to(store, "I've had a sore throat for three days.",
+                                      "I have a glass of wine with my dinner most evenings.")
+    for base, value in asked:
+        if cmas.SLOTS[base].medical and base != "habit" and status_of(before, base, value) is None:
+            assert status_of(after, base, value) is None, (base, value, after)
+    assert status_of(after, "habit", "alcohol abuse") == "positive", after
+
+
 def test_a_no_answers_only_the_current_question(store):
     session = talk(store, "I've been coughing for two weeks.")
     earlier = {(b, it["value"]) for t in session.state().turns if t.speaker == "doctor"
@@ -149,3 +159,17 @@ def test_a_denial_ends_at_the_next_clause_about_the_patient(store):
     state = talk(store, "There's no temperature with it but I keep coughing.").state().patient_state
     assert status_of(state, "symptom", "fever") == "negative", state
     assert status_of(state, "symptom", "coughing") == "positive", state
+
+
+def test_a_guardian_speaking_for_the_patient_is_read_as_the_patient(store):
+    """MediTOD's guide: a guardian's answers are labelled from the patient's perspective. An opening statement about
+    a relative's present problem is the patient's; a family history said first stays the relatives'."""
+    session = talk(store, "My boy's been throwing up all night and he's got a rash that doesn't fade when I press a glass on it.")
+    state, flags = session.state().patient_state, session.state().red_flags
+    assert status_of(state, "symptom", "vomiting") == "positive", state
+    assert status_of(state, "family_history", "vomiting") is None, state
+    assert flags and all("guardian" in e.get("told_by", "") for f in flags for e in f["evidence"] if "told_by" in e)
+    assert any(e.get("told_by") for f in flags for e in f["evidence"]), flags
+    state = talk(store, "My mother has had diabetes for years and my brother had a heart attack.").state().patient_state
+    assert status_of(state, "family_history", "diabetes mellitus") == "positive", state
+    assert status_of(state, "medical_history", "diabetes mellitus") is None, state

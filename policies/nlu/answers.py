@@ -45,6 +45,9 @@ def state_status(state: dict, base: str, value: str) -> str | None:
     return None
 
 
+_REFERS_BACK = re.compile(r"\b(?:it|that|them|those|this|these)\b", re.I)
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -108,8 +111,12 @@ class AnswerReader:
                 continue
             if named:
                 continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
-            if polarity == "affirm" and any(m.base == "symptom" and m.status == "positive" for m in mentions):
-                continue  # "Yes, I feel sick" to "any cough?" - the yes is about what they named
+            if polarity == "affirm" and any(m.status == "positive" and (m.base == "symptom" or (
+                    cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions):
+                # "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is
+                # about what they named (a symptom; or a habit, a medicine, a condition unless the reply points
+                # back at the question: "sometimes I've noticed it, like with my asthma")
+                continue
             known = state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
             busy |= self._elsewhere(sents, checks)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from agent import cmas
+from agent.clinical_text import as_the_patient
 from agent.ontology import Vocabulary, default_vocabulary
 from agent.protocol import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
@@ -78,6 +79,8 @@ class ClinicalNLU:
              doctor: str = "") -> Reading:
         """:meth:`frames`, with which of their items the second recognition stage gave (value or status)."""
         state = state or {}
+        if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
+            text = as_the_patient(text)[0]
         frame = Frame()
         mentions, sents = self.mentions(text) if text.strip() else ([], [])
         second = self._second_stage(text, mentions) if text.strip() else []

@@ -207,8 +207,10 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
 
 
 def _plans(raw: object, config_path: Path, vocab: Vocabulary) -> dict:
-    """``plans: <directory>`` (relative to the config file's directory, else to the repository root): the presentation
-    plans that order the interview (``policies/presentations.py``); null or absent: the review of systems alone."""
+    """``plans: <directory>``: the presentation plans that order the interview (``policies/presentations.py``); null
+    or absent: the review of systems alone. A relative directory is looked up next to the config file, then under the
+    repository root, then under ``configs/`` (where the shipped config names it, so a copy of it elsewhere still
+    finds the shipped plans)."""
     if raw is None:
         return {}
     if not isinstance(raw, str) or not raw:
@@ -217,9 +219,10 @@ def _plans(raw: object, config_path: Path, vocab: Vocabulary) -> dict:
 
     d = Path(raw).expanduser()
     if not d.is_absolute():
-        d = config_path.parent / d if (config_path.parent / d).is_dir() else REPO_ROOT / d
+        d = next((b / d for b in (config_path.parent, REPO_ROOT, REPO_ROOT / "configs") if (b / d).is_dir()), d)
     if not d.is_dir():
-        raise _fail("plans", f"{raw!r} is not a directory (relative to {config_path.parent} or {REPO_ROOT})")
+        raise _fail("plans", f"{raw!r} is not a directory (relative to {config_path.parent}, {REPO_ROOT} or "
+                             f"{REPO_ROOT / 'configs'})")
     try:
         plans = load_plans(d, vocab=vocab)
     except PlanError as exc:

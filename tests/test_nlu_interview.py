@@ -25,11 +25,21 @@ SCRIPT = [
 def run_script(tmp_path, config: str = "configs/default.yaml", lines=SCRIPT):
     cfg = load_config(REPO / config)
     cfg["session"]["dir"] = str(tmp_path)
+    if cfg["policy"]["kind"] == "questionnaire":
+        # the script answers the review-of-systems order (cough first, its factors when asked): presentation plans off
+        cfg["policy"]["questionnaire"] = str(review_of_systems_config(tmp_path))
     with SessionStore(cfg) as store:
         session = store.start()
         for line in lines:
             session.send(line)
         return session.state()
+
+
+def review_of_systems_config(tmp_path):
+    path = tmp_path / "questionnaire.yaml"
+    text = (REPO / "configs" / "questionnaire.yaml").read_text()
+    path.write_text(text.replace("\nplans: presentations", "\nplans: null"))
+    return path
 
 
 def item(state: dict, name: str, value: str) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -27,7 +28,9 @@ SYMPTOM_CHECK_ATTRS = {
 
 @pytest.fixture(scope="module")
 def policy() -> QuestionnairePolicy:
-    return QuestionnairePolicy()
+    """The review-of-systems interview: the shipped config with its presentation plans off (``plans: null``; the
+    plan-led interview is tested in tests/test_policy_plans.py)."""
+    return QuestionnairePolicy(dataclasses.replace(load_questionnaire_config(), plans=None))
 
 
 @pytest.fixture(scope="module")

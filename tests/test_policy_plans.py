@@ -34,7 +34,7 @@ def with_plans(base_config) -> QuestionnairePolicy:
 
 @pytest.fixture(scope="module")
 def without_plans(base_config) -> QuestionnairePolicy:
-    return QuestionnairePolicy(base_config)
+    return QuestionnairePolicy(dataclasses.replace(base_config, plans=None))
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +212,8 @@ def test_a_complaint_no_plan_knows_gives_todays_interview(with_plans, without_pl
     assert "review_of_systems" in on[2] and "red_flag_screen" not in on[2]
 
 
-def test_plans_off_is_todays_policy(without_plans, base_config):
-    assert base_config.plans is None and without_plans.plan_for(ctx_of(
+def test_plans_off_is_todays_policy(without_plans):
+    assert without_plans.config.plans is None and without_plans.plan_for(ctx_of(
         {"positive_symptom": [{"value": "melena"}]}, [[{"action": "nod_prompt_salutations"}]])) is None
     out = without_plans.next_actions(ctx_of({"positive_symptom": [{"value": "melena", "onset": "yesterday"}]},
                                             [[{"action": "nod_prompt_salutations"}]]))
@@ -253,3 +253,30 @@ def test_a_positive_answer_to_a_located_screen_does_not_erase_the_complaint(with
     asked = [c.question for c in with_plans.open_questions(ctx)]
     assert not any(q.value == "pain" and q.values for q in asked)
     assert find_item(state, "symptom", "pain", with_plans.vocab)[0] == "positive"
+
+
+def test_the_shipped_config_turns_the_plans_on():
+    cfg = load_questionnaire_config()
+    assert cfg.plans is not None and set(cfg.plans) == set(PLANS) and cfg.plans_dir == DEFAULT_DIR.resolve()
+
+
+def test_with_plans_never_asks_what_the_gold_states_answer_nor_what_gold_doctors_asked(with_plans):
+    from agent.data import load_dialogues
+
+    checked = 0
+    for d in load_dialogues():
+        state, past = {}, []
+        for u in d.utterances:
+            if u.speaker == "patient":
+                state = u.dialog_state or state
+                continue
+            if past:
+                qs = questions_of(with_plans.next_actions(ctx_of(state, past)).value)
+                assert len(qs) <= 3
+                earlier = {key(p) for turn in past for p in questions_of(turn)}
+                for q in qs:
+                    assert not answered(state, q, with_plans.vocab), (d.dialog_id, u.uttr_id, q)
+                    assert key(q) not in earlier, (d.dialog_id, u.uttr_id, q)
+                checked += 1
+            past.append(u.actions)
+    assert checked == 104

@@ -285,6 +285,13 @@ _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\
 _OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b", re.I)
 # "My wife says I snore": the relative reports on the speaker, who is the patient.
 _REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?(?:I|I'm|I've|me|my)\b", re.I)
+# A present problem or an acute episode, as a guardian tells it ("my son's got", "she's been", "he keeps", "this
+# morning", "collapsed", "went stiff"); without one, "my mother has diabetes" and "my brother had a heart attack"
+# are family history.
+_PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?:morning|afternoon|evening|week)|"
+                      r"yesterday|last night|since|for the (?:past|last)|now|just|suddenly|keeps?|started|began|"
+                      r"is|are|has been|have been|won't|can't|cannot|doesn't|isn't|hasn't|collapsed|blacked out|"
+                      r"passed out|fainted|fell|went|woke|seems|looks)\b", re.I)
 _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
 knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight
@@ -309,7 +316,7 @@ def proxy_subject(text: str) -> str | None:
     if others & {"mum", "mom", "mother", "dad", "father", "brother", "sister", "grandma", "grandmother", "grandad",
                  "grandfather", "nan", "granny", "grandpa", "aunt", "uncle", "cousin"}:
         return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
-    if head not in GUARDED or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
+    if head not in GUARDED or not _PRESENT.search(text) or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
         return None
     return head
 

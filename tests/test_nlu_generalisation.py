@@ -173,3 +173,6 @@ def test_a_guardian_speaking_for_the_patient_is_read_as_the_patient(store):
     state = talk(store, "My mother has had diabetes for years and my brother had a heart attack.").state().patient_state
     assert status_of(state, "family_history", "diabetes mellitus") == "positive", state
     assert status_of(state, "medical_history", "diabetes mellitus") is None, state
+    session = talk(store, "My uncle had a stroke.")  # a relative's illness said first: family history, no flag
+    assert status_of(session.state().patient_state, "medical_history", "stroke") is None
+    assert session.state().red_flags == []

@@ -167,3 +167,14 @@ def test_what_makes_a_symptom_go_away_is_an_alleviating_factor(nlu):
     asked = ask("symptom", "chest pain", {"type": "duration"})
     s = slots(nlu.frames("It goes away after a few minutes of rest.", asked, {"positive_symptom": [{"value": "chest pain"}]}))
     assert item(s, "positive_symptom", "chest pain")["alleviating_factor"] == ["rest"]
+
+
+def test_a_statement_denying_something_else_is_no_no_to_the_question(nlu):
+    """"I don't smoke, I drive a bus" opens like a no ("I don't") but is a statement about smoking: the asked symptoms
+    stay unanswered. A leading "No," is an answer."""
+    asked = [{"action": "inquire", "symptom": [{"value": "palpitations"}, {"value": "slurred speech"}]}]
+    got = slots(nlu.frames("I don't smoke cigarettes, and I drive a bus for a living.", asked))
+    assert "negative_symptom" not in got, got
+    assert values(got, "negative_habit") == {"smoking"}
+    assert values(slots(nlu.frames("No, nothing like that.", asked)), "negative_symptom") == {"palpitations",
+                                                                                              "slurred speech"}

@@ -45,6 +45,8 @@ def state_status(state: dict, base: str, value: str) -> str | None:
     return None
 
 
+_ANSWER_WORD = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*(?:yes|yeah|yep|yup|yea|no|nope|nah|not really|uh-huh|"
+                          r"sure|correct|absolutely|definitely|of course)\b", re.I)
 _REFERS_BACK = re.compile(r"\b(?:it|that|them|those|this|these)\b", re.I)
 
 
@@ -116,6 +118,11 @@ class AnswerReader:
                 # "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is
                 # about what they named (a symptom; or a habit, a medicine, a condition unless the reply points
                 # back at the question: "sometimes I've noticed it, like with my asthma")
+                continue
+            if polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text) and any(
+                    cmas.SLOTS[m.base].medical for m in mentions):
+                # "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it
+                # names, not a "no" to the question
                 continue
             known = state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}

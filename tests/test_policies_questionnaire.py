@@ -6,12 +6,13 @@ import dataclasses
 import json
 
 import pytest
+from policy_driver import ctx_of
+from policy_driver import run_interview as drive
 
 from agent import cmas
 from agent.data import load_dialogues
 from agent.ontology import find_item
 from agent.protocol import TurnContext
-from agent.tracker import update_state
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import questions_of
 from policies.template_nlg import TemplateNLG
@@ -36,13 +37,6 @@ def policy() -> QuestionnairePolicy:
 @pytest.fixture(scope="module")
 def dialogues():
     return {d.dialog_id: d for d in load_dialogues()}
-
-
-def ctx_of(state: dict, past: list[list[dict]]) -> TurnContext:
-    turns = []
-    for _ in past:
-        turns += [("doctor", "..."), ("patient", "...")]
-    return TurnContext(turns=turns, state=state, past_actions=past)
 
 
 def key(q) -> str:
@@ -117,21 +111,7 @@ def scripted_answers(questions) -> dict:
 
 
 def run_interview(policy, answer, max_turns=80, first_state=None):
-    state, past, stages, texts = {}, [], [], []
-    nlg = TemplateNLG()
-    for turn in range(max_turns):
-        ctx = ctx_of(state, past)
-        out = policy.next_actions(ctx)
-        assert cmas.parse_actions(out.value) == out.value
-        texts.append(nlg.verbalize(out.value, ctx).value)
-        stages.append(out.meta["stage"])
-        past = past + [out.value]
-        if cmas.closing_reason(out.value, after_opening=turn > 0):
-            return state, past, stages, texts
-        slots = first_state if turn == 0 else answer(questions_of(out.value))
-        frames = cmas.parse_nlu([{"intent": "inform", "slots": slots}] if slots else [{"intent": "chit-chat"}])
-        state = update_state(state, frames)
-    raise AssertionError(f"no closing within {max_turns} turns; stages {stages}")
+    return drive(policy, answer, first_state, TemplateNLG(), max_turns)
 
 
 def test_whole_interview_order_on_a_scripted_state_evolution(policy):

@@ -9,10 +9,10 @@ import dataclasses
 import json
 
 import pytest
+from policy_driver import ctx_of, run_interview
 
 from agent import cmas
 from agent.ontology import find_item
-from agent.protocol import TurnContext
 from agent.tracker import update_state
 from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
@@ -40,13 +40,6 @@ def without_plans(base_config) -> QuestionnairePolicy:
 @pytest.fixture(scope="module")
 def nlg() -> TemplateNLG:
     return TemplateNLG()
-
-
-def ctx_of(state: dict, past: list[list[dict]]) -> TurnContext:
-    turns = []
-    for _ in past:
-        turns += [("doctor", "..."), ("patient", "...")]
-    return TurnContext(turns=turns, state=state, past_actions=past)
 
 
 def screening(q) -> bool:
@@ -83,21 +76,7 @@ def affirms(questions) -> dict:
 
 
 def interview(policy, answer, first_state, nlg=None, max_turns=80):
-    state, past, stages, texts = {}, [], [], []
-    for turn in range(max_turns):
-        ctx = ctx_of(state, past)
-        out = policy.next_actions(ctx)
-        assert cmas.parse_actions(out.value) == out.value
-        if nlg is not None:
-            texts.append(nlg.verbalize(out.value, ctx).value)
-        stages.append(out.meta["stage"])
-        past = past + [out.value]
-        if cmas.closing_reason(out.value, after_opening=turn > 0):
-            return state, past, stages, texts
-        slots = first_state if turn == 0 else answer(questions_of(out.value))
-        frames = cmas.parse_nlu([{"intent": "inform", "slots": slots}] if slots else [{"intent": "chit-chat"}])
-        state = update_state(state, frames)
-    raise AssertionError(f"no closing within {max_turns} turns; stages {stages}")
+    return run_interview(policy, answer, first_state, nlg, max_turns)
 
 
 def complaint_of(plan) -> dict:

@@ -275,6 +275,10 @@ def default_clause_reader() -> ClauseReader:
 # Friends and colleagues are left out: they are sick contacts more often than patients brought in.
 GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
 grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
+# Relatives whose mention after the first makes a turn a family history; a spouse or child may well be mentioned
+# in a guardian's report ("today he didn't recognise our daughter").
+_BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
+granny grandpa aunt uncle cousin""".split())
 _FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
 _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
@@ -303,7 +307,7 @@ def proxy_subject(text: str) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
     son's had a fit", "Mum's gone all muddled since yesterday"), else None. A relative's past ("my dad had a heart
     attack at 55") or a turn that also tells the speaker's own complaint is family history, not a proxy report."""
-    words = re.findall(r"[a-z']+|[’]", text.lower().replace("’", "'"))
+    words = re.findall(r"[a-z']+", text.lower().replace("’", "'"))
     i = 0
     while i < len(words) and words[i] in _FILLERS:
         i += 1
@@ -312,9 +316,7 @@ def proxy_subject(text: str) -> str | None:
     if i >= len(words):
         return None
     head = words[i].removesuffix("'s")
-    others = {w.removesuffix("'s") for w in words[i + 1:]} & (GUARDED | RELATIVES) - {head}
-    if others & {"mum", "mom", "mother", "dad", "father", "brother", "sister", "grandma", "grandmother", "grandad",
-                 "grandfather", "nan", "granny", "grandpa", "aunt", "uncle", "cousin"}:
+    if ({w.removesuffix("'s") for w in words[i + 1:]} - {head}) & _BLOOD_RELATIVES:
         return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
     if head not in GUARDED or not _PRESENT.search(text) or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
         return None

@@ -8,6 +8,7 @@ your clinician".
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,13 +34,30 @@ OTHER = "Could you tell me a little more about that?"
 DIAGNOSIS_CAVEAT = "Only your clinician can make a diagnosis, after seeing you."
 
 
+PREPOSITIONS = ("in ", "on ", "at ", "around ", "under ", "behind ", "between ", "down ", "across ", "near ", "over ")
+_ASIDE = re.compile(r"\s*\([^)]*\)")
+_QUALIFIER = re.compile(r" (?:or|and|in|on|of|to|at|from|when|that|with|passing|keeps?|up|after|during|like|such) ")
+_OWN_PLACE = re.compile(r"\s+(?:in|on) your [^()]+$")
+_ARTICLE = re.compile(r"^(?:a|an|any|the) ", re.I)
+DIAGNOSED = "ever been diagnosed with"
+
+
+def is_long(term: str) -> bool:
+    """A name said in full once an utterance, then referred to by a pronoun: one with an aside ("palpitations (a racing
+    or pounding heart)") or of three words or more ("shortness of breath")."""
+    return "(" in term or len(term.split()) >= 3
+
+
 @dataclass
 class Lexicon:
     terms: dict[str, dict[str, str]] = field(default_factory=dict)
     questions: dict[str, dict[str, str]] = field(default_factory=dict)
+    check_questions: dict[str, dict[str, str]] = field(default_factory=dict)
     habit_verbs: dict[str, tuple[str, str]] = field(default_factory=dict)
     exposure_phrases: dict[str, tuple[str, str]] = field(default_factory=dict)
+    history_verbs: dict[str, str] = field(default_factory=dict)
     locations: dict[str, str] = field(default_factory=dict)
+    number: dict[str, str] = field(default_factory=dict)
 
     def term(self, base: str, value: str) -> str:
         found = self.terms.get(base, {}).get(value.casefold())
@@ -50,13 +68,40 @@ class Lexicon:
     def question(self, base: str, value: str) -> str | None:
         return self.questions.get(base, {}).get(value.casefold())
 
+    def check_question(self, value: str, check: str) -> str | None:
+        return self.check_questions.get(value.casefold(), {}).get(check)
+
     def location(self, value: str) -> str:
         return self.locations.get(value.casefold(), value.replace("(L)", " (left)").replace("(R)", " (right)"))
+
+    def where(self, values: list[str]) -> str:
+        """Places as a phrase: "in your arm or shoulder"; a place the lexicon words with its own preposition keeps it
+        ("on one side of your body", the wording of the set {left side, right side})."""
+        key = ", ".join(sorted(v.casefold() for v in values))
+        phrases = [self.locations[key]] if len(values) > 1 and key in self.locations else [self.location(v) for v in values]
+        if not any(p.startswith(PREPOSITIONS) for p in phrases):
+            return f"in your {join_or(phrases)}"
+        return join_or([p if p.startswith(PREPOSITIONS) else f"in your {p}" for p in phrases])
+
+    def plural(self, term: str) -> bool:
+        """Whether a name takes plural agreement ("have the headaches", "have they helped"): its head noun, the last
+        word before a qualifier ("problems passing urine", "changes in your bowel movements"), ends in -s but not
+        -ss/-us/-is ("weakness", "tinnitus"); ``number`` in the lexicon overrides ("diabetes": singular)."""
+        bare = _ARTICLE.sub("", _ASIDE.sub("", term).strip().casefold())
+        words = _QUALIFIER.split(bare)[0].split()
+        word = words[-1].strip(",") if words else ""
+        if word in self.number:
+            return self.number[word] == "plural"
+        return word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+NUMBERS = ("singular", "plural")
 
 
 def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
     raw = yaml.safe_load(Path(path).read_text()) or {}
-    known = {"terms", "questions", "habit_verbs", "exposure_phrases", "locations"}
+    known = {"terms", "questions", "check_questions", "habit_verbs", "exposure_phrases", "history_verbs", "locations",
+             "number"}
     if unknown := set(raw) - known:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}")
     for key in ("terms", "questions"):
@@ -67,6 +112,12 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
         for value, pair in (raw.get(key) or {}).items():
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise ValueError(f"{path}: {key}.{value}: expected a pair [phrase, phrase]")
+    for value, checks in (raw.get("check_questions") or {}).items():
+        if not isinstance(checks, dict) or set(checks) - set(cmas.SLOTS["symptom"].check_types):
+            raise ValueError(f"{path}: check_questions.{value}: expected {{symptom check type: question}}")
+    for word, number in (raw.get("number") or {}).items():
+        if number not in NUMBERS:
+            raise ValueError(f"{path}: number.{word}: expected one of {NUMBERS}, got {number!r}")
 
     def low(d: dict) -> dict:
         return {str(k).casefold(): v for k, v in (d or {}).items()}
@@ -74,17 +125,66 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
     return Lexicon(
         terms={b: low(v) for b, v in (raw.get("terms") or {}).items()},
         questions={b: low(v) for b, v in (raw.get("questions") or {}).items()},
+        check_questions=low(raw.get("check_questions")),
         habit_verbs={k: tuple(v) for k, v in low(raw.get("habit_verbs")).items()},
         exposure_phrases={k: tuple(v) for k, v in low(raw.get("exposure_phrases")).items()},
+        history_verbs={k: str(v) for k, v in low(raw.get("history_verbs")).items()},
         locations=low(raw.get("locations")),
+        number=low(raw.get("number")),
     )
 
 
 def join_or(words: list[str], conj: str = "or") -> str:
+    """"a, b or c"; "a or b, or c" when an item has its own "or" ("numbness or tingling")."""
     words = [w for w in words if w]
     if len(words) <= 1:
         return "".join(words)
-    return f"{', '.join(words[:-1])} {conj} {words[-1]}"
+    comma = "," if any(f" {conj} " in _ASIDE.sub("", w) for w in words) else ""
+    return f"{', '.join(words[:-1])}{comma} {conj} {words[-1]}"
+
+
+def the(term: str) -> str:
+    """"the head injury" of "a head injury"."""
+    return f"the {_ARTICLE.sub('', term)}"
+
+
+def own_place_dropped(term: str) -> str:
+    """"weakness" of "weakness in your arms or legs": a name without the place it says, for another place."""
+    return _OWN_PLACE.sub("", term)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An item as the subject or object of a question: its name the first time, a pronoun once a long name was said
+    in the same utterance; verbs agree with its number."""
+
+    name: str
+    plural: bool
+    again: bool = False
+
+    @property
+    def subj(self) -> str:
+        return ("they" if self.plural else "it") if self.again else self.name
+
+    @property
+    def obj(self) -> str:
+        return ("them" if self.plural else "it") if self.again else self.name
+
+    @property
+    def pron(self) -> str:
+        return "they" if self.plural else "it"
+
+    @property
+    def be(self) -> str:
+        return "are" if self.plural else "is"
+
+    @property
+    def have(self) -> str:
+        return "have" if self.plural else "has"
+
+    @property
+    def does(self) -> str:
+        return "do" if self.plural else "does"
 
 
 def _lower_first(s: str) -> str:
@@ -116,6 +216,7 @@ class TemplateNLG:
         ctx = ctx or TurnContext()
         opening = not ctx.past_actions and ctx.doctor_turns == 0
         groups: list[list[Sentence]] = []
+        said: set[tuple[str, str]] = set()  # items named so far: a long name is said once, then referred to
         only_chit_chat = all(a["action"] == "chit-chat" for a in actions)
         for act in actions:
             kind = act["action"]
@@ -128,7 +229,8 @@ class TemplateNLG:
             elif kind == "diagnosis":
                 groups.append(self._diagnosis(act))
             else:
-                groups.append([s for base, items in act.items() if base != "action" for s in self._inquire(base, items)])
+                groups.append([s for base, items in act.items() if base != "action"
+                               for s in self._inquire(base, items, said)])
         if not any(groups):
             groups = [[Sentence(OTHER)]]
         # acknowledgement, then other statements (diagnoses), then questions; a farewell goes last
@@ -162,72 +264,146 @@ class TemplateNLG:
 
     # ------------------------------------------------------------------ inquire
 
-    def _inquire(self, base: str, items: list[dict]) -> list[Sentence]:
-        plain = [it["value"] for it in items if not it.get("checks")]
-        checked = [it for it in items if it.get("checks")]
-        out: list[Sentence] = []
-        if plain:
-            out.extend(self._screen(base, plain))
+    def _inquire(self, base: str, items: list[dict], said: set[tuple[str, str]]) -> list[Sentence]:
+        """Screening items (whether the patient has them; a symptom "in your abdomen" too) in one question, then each
+        checked item's checks."""
+        screen: list[tuple[str, list[str]]] = []
+        checked = []
+        for it in items:
+            checks = it.get("checks") or []
+            if not checks:
+                screen.append((it["value"], []))
+            elif base == "symptom" and len(checks) == 1 and checks[0]["type"] == "location" and checks[0].get("values"):
+                screen.append((it["value"], list(checks[0]["values"])))  # "any pain in your arm?"
+            else:
+                checked.append(it)
+        out: list[Sentence] = self._screen(base, screen, said) if screen else []
         for it in checked:
             for chk in it["checks"]:
-                out.append(Sentence(self._check(base, it["value"], chk["type"], list(chk.get("values") or []))))
+                out.append(Sentence(self._check(base, it["value"], chk["type"], list(chk.get("values") or []), said)))
         return out
 
-    def _screen(self, base: str, values: list[str]) -> list[Sentence]:
-        """Whether the patient has any of ``values``: special questions alone, the rest in one question."""
-        special = [self.lex.question(base, v) for v in values]
-        out = [Sentence(q) for q in special if q]
-        rest = [v for v, q in zip(values, special, strict=True) if not q]
+    def _screen(self, base: str, entries: list[tuple[str, list[str]]], said: set[tuple[str, str]]) -> list[Sentence]:
+        """Whether the patient has any of ``entries`` (value, places): special questions alone, the rest in one
+        question."""
+        special = [self.lex.question(base, v) for v, _ in entries]
+        rest = [e for e, q in zip(entries, special, strict=True) if not q]
+        said.update((base, v) for v, _ in entries)
         if not rest:
-            return out
+            return [Sentence(q) for q in special if q]
+        values = [v for v, _ in rest]
         if base in cmas.RECORD_SLOTS:
-            return out + [Sentence(self._record(base, v, None, [])) for v in rest]
-        terms = [self.lex.term(base, v) for v in rest]
+            return [Sentence(q or self._record(base, v, None, [])) for (v, _), q in zip(entries, special, strict=True)]
+        terms = [self.lex.term(base, v) for v in values]
         match base:
             case "symptom":
-                text = f"Have you had any {join_or(terms)}?"
+                text = f"Have you had any {join_or(self._symptom_phrases(rest))}?"
             case "medical_history":
-                text = f"Have you ever been diagnosed with {join_or(terms)}?"
+                text = f"Have you {self._history(values)}?"
             case "family_history":
                 text = f"Does anyone in your family have {join_or(terms)}?"
             case "habit":
-                special = [self.lex.habit_verbs[v.casefold()][0] for v in rest if v.casefold() in self.lex.habit_verbs]
-                used = [self.lex.term("habit", v) for v in rest if v.casefold() not in self.lex.habit_verbs]
-                text = f"Do you {join_or(special + ([f'use {join_or(used)}'] if used else []))}?"
+                verbs = [self.lex.habit_verbs[v.casefold()][0] for v in values if v.casefold() in self.lex.habit_verbs]
+                used = [self.lex.term("habit", v) for v in values if v.casefold() not in self.lex.habit_verbs]
+                text = f"Do you {join_or(verbs + ([f'use {join_or(used)}'] if used else []))}?"
             case "exposure":
-                text = f"Have you been {self._exposure(rest, [])}?"
+                text = f"Have you been {self._exposure(values, [])}?"
             case "medication":
                 text = f"Are you taking {join_or(terms)}?"
             case "medical_test":
-                text = f"Have you had {join_or([self._test(v) for v in rest])}?"
+                text = f"Have you had {join_or([self._test(v) for v in values])}?"
             case "disease":
                 text = f"Have you ever been told you have {join_or(terms)}?"
             case _:
                 text = f"Could you tell me about {join_or(terms)}?"
-        return out + [Sentence(text)]
+        at = special.index(None)  # the question of the rest goes where its first item was asked
+        return [Sentence(q) for q in special[:at]] + [Sentence(text)] + [Sentence(q) for q in special[at:] if q]
+
+    def _symptom_phrases(self, entries: list[tuple[str, list[str]]]) -> list[str]:
+        """Screened symptoms as phrases; those asked at the same places say the places once ("weakness, or numbness or
+        tingling in your legs")."""
+        phrases: list[tuple[list[str], list[str]]] = []
+        at: dict[tuple[str, ...], int] = {}
+        for value, places in entries:
+            name = self._placeable(value)
+            key = tuple(sorted(p.casefold() for p in places))
+            if not places or name is None:
+                phrases.append(([self._symptom_phrase(value, places)], []))
+            elif key in at:
+                phrases[at[key]][0].append(name)
+            else:
+                at[key] = len(phrases)
+                phrases.append(([name], places))
+        return [f"{join_or(names)} {self.lex.where(places)}" if places else names[0] for names, places in phrases]
+
+    def _placeable(self, value: str) -> str | None:
+        """The name a symptom takes before "in your <place>", None for a pain named by its own place."""
+        if value.casefold() == "all":
+            return "symptoms"
+        term = self.lex.term("symptom", value)
+        if own_place_dropped(term) == term and (value.casefold().endswith(" pain") or term.casefold().endswith(" pain")):
+            return None
+        return own_place_dropped(term)
+
+    def _symptom_phrase(self, value: str, places: list[str]) -> str:
+        """A symptom as screened, at its places: "pain in your arm"; a name that says its own place says the asked one
+        instead ("weakness in your legs" of "weakness in your arms or legs"); a pain named by its place spreads to
+        the asked one ("chest pain that spreads to your back")."""
+        if value.casefold() == "all":
+            return f"symptoms {self.lex.where(places)}" if places else "symptoms"
+        term = self.lex.term("symptom", value)
+        if not places:
+            return term
+        if own_place_dropped(term) != term:
+            return f"{own_place_dropped(term)} {self.lex.where(places)}"
+        if value.casefold().endswith(" pain") or term.casefold().endswith(" pain"):
+            return f"{term} that spreads to your {join_or([self.lex.location(p) for p in places])}"
+        return f"{term} {self.lex.where(places)}"
+
+    def _history(self, values: list[str]) -> str:
+        """What follows "Have you" for history items: conditions after "ever been diagnosed with", an event or an
+        activity after its own verb ("ever had a head injury", "been in hospital recently")."""
+        by_verb: dict[str, list[str]] = {}
+        for v in values:
+            by_verb.setdefault(self.lex.history_verbs.get(v.casefold(), DIAGNOSED), []).append(
+                self.lex.term("medical_history", v))
+        return ", or ".join(f"{verb} {join_or(objs)}" for verb, objs in by_verb.items())
+
+    def _mention(self, base: str, value: str, name: str, said: set[tuple[str, str]], term: str | None = None) -> Mention:
+        """``name`` as a subject or object; a pronoun if its long name was said before in this utterance."""
+        term = term or self.lex.term(base, value)
+        again = (base, value) in said and is_long(term)
+        said.add((base, value))
+        return Mention(name, self.lex.plural(term), again)
 
     # ------------------------------------------------------------------ one check
 
-    def _check(self, base: str, value: str, check: str, values: list[str]) -> str:
+    def _check(self, base: str, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
         if base in cmas.RECORD_SLOTS:
             return self._record(base, value, check, values)
         if base == "symptom":
-            return self._symptom_check(value, check, values)
+            return self._symptom_check(value, check, values, said)
         if check in ("value", "status"):
-            return self._screen(base, [value])[0].text
+            return self._screen(base, [(value, [])], said)[0].text
         term = self.lex.term(base, value)
         is_open = value.casefold() in cmas.OPEN_VALUES
         match base, check:
             case "medical_history", "starting":
-                return f"When did the {term} start?" if not is_open else "When did that start?"
+                return f"When did {the(term)} start?" if not is_open else "When did that start?"
             case "medical_history", "frequency":
-                return f"How often do you have the {term}?" if not is_open else "How often does that happen?"
+                return f"How often do you have {the(term)}?" if not is_open else "How often does that happen?"
             case "family_history", "relation":
                 return f"Who in your family has {term}?" if not is_open else "Who in your family has had that?"
             case "habit", "starting":
-                return f"How long have you been {self._habit(value)[1]}?"
+                verb, doing = self._habit(value)
+                if verb.startswith("used to "):
+                    return f"How long did you {verb.removeprefix('used to ')} for?"
+                return f"How long have you been {doing}?"
             case "habit", "frequency":
-                return f"How often do you {self._habit(value)[0]}, and how much?"
+                verb = self._habit(value)[0]
+                if verb.startswith("used to "):
+                    return f"How often did you {verb.removeprefix('used to ')}, and how much?"
+                return f"How often do you {verb}, and how much?"
             case "exposure", "where":
                 if values:
                     return f"Have you been {self._exposure([value], values)}?"
@@ -235,16 +411,17 @@ class TemplateNLG:
             case "exposure", "when":
                 return f"When were you {self._exposure([value], [])}?"
             case "medication", _:
-                return self._medication(value, check, values)
+                return self._medication(value, check, values, said)
             case "medical_test", "when":
                 return f"When did you have {self._test(value)}?"
-        return f"Could you tell me more about the {term}?"
+        return f"Could you tell me more about {the(term)}?"
 
-    def _symptom_check(self, value: str, check: str, values: list[str]) -> str:
-        v = value.casefold()
-        plural = v == "all"
-        s = "your symptoms" if plural else f"the {self.lex.term('symptom', value)}"
-        is_, has = ("are", "have") if plural else ("is", "has")
+    def _symptom_check(self, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
+        if own := self.lex.check_question(value, check):
+            return own  # "What colour is your vomit?" (it does not name the symptom: a later check does)
+        every = value.casefold() == "all"
+        term = "symptoms" if every else self.lex.term("symptom", value)
+        s = self._mention("symptom", value, "your symptoms" if every else the(term), said, term)
         vals = join_or(values)
         if check in cmas.CHECK_ATTRIBUTES["characteristics"]:
             check = "characteristics"
@@ -252,43 +429,45 @@ class TemplateNLG:
             check = "ana_factors"
         match check:
             case "value" | "status":
-                return self.lex.question("symptom", value) or f"Do you currently have {s[4:] if not plural else s}?"
+                return self.lex.question("symptom", value) or f"Do you currently have {'your symptoms' if every else term}?"
             case "onset":
-                return f"When did {s} start?"
+                return f"When did {s.subj} start?"
             case "initiation":
-                return f"Did {s} come on suddenly or gradually?"
+                return f"Did {s.subj} come on suddenly or gradually?"
             case "location":
                 if values:
-                    where = join_or([self.lex.location(x) for x in values])
-                    return f"Have you had any {self.lex.term('symptom', value) if not plural else 'symptoms'} in your {where}?"
-                return f"Where exactly do you feel {s}?"
+                    return f"Have you had any {self._symptom_phrase(value, values)}?"
+                return f"Where exactly do you feel {s.obj if s.again else the(own_place_dropped(term))}?"
             case "duration":
-                return f"Would you describe {s} as {vals}?" if values else f"How long does {s} last each time, or is it constant?"
+                if values:
+                    return f"Would you describe {s.obj} as {vals}?"
+                return f"How long {s.does} {s.subj} last each time, or {s.be} {s.pron} constant?"
             case "characteristics":
                 if not values:
-                    return f"How would you describe {s}?"
-                return f"Would you describe {s} as {join_or([self._strip_term(x, value) for x in values])}?"
+                    return f"How would you describe {s.obj}?"
+                return f"Would you describe {s.obj} as {join_or([self._strip_term(x, value) for x in values])}?"
             case "ana_factors":
-                return f"Does {vals} make {s} better or worse?" if values else f"Does anything make {s} better or worse?"
+                return f"Does {vals} make {s.obj} better or worse?" if values else f"Does anything make {s.obj} better or worse?"
             case "severity":
-                return f"On a scale of 1 to 10, with 10 the worst, how severe {is_} {s}?"
+                return f"On a scale of 1 to 10, with 10 the worst, how severe {s.be} {s.subj}?"
             case "progression":
-                return f"{has.capitalize()} {s} been getting better, getting worse, or staying the same?"
+                return f"{s.have.capitalize()} {s.subj} been getting better, getting worse, or staying the same?"
             case "frequency":
-                return f"How often do you get {s}?"
+                return f"How often do you get {s.obj}?"
             case "volume":
-                return f"Roughly how much {s[4:] if not plural else 'of it'} do you have each day, for example in teaspoons?"
+                amount = f"of {s.obj}" if s.again or every else _ARTICLE.sub("", term)
+                return f"Roughly how much {amount} do you have each day, for example in teaspoons?"
             case "color":
-                return f"What colour {is_} {s}?"
+                return f"What colour {s.be} {s.subj}?"
             case "itching":
-                return f"How itchy {is_} {s}, on a scale of 1 to 10?"
+                return f"How itchy {s.be} {s.subj}, on a scale of 1 to 10?"
             case "lesion_size":
-                return f"{is_.capitalize()} {s} larger than 1 centimetre?"
+                return f"{s.be.capitalize()} {s.subj} larger than 1 centimetre?"
             case "lesions_peel_off":
-                return f"Do{'es' if not plural else ''} {s} peel off?"
+                return f"{s.does.capitalize()} {s.subj} peel off?"
             case "rash_swollen":
-                return f"{is_.capitalize()} {s} swollen?"
-        return f"Could you tell me more about {s}?"
+                return f"{s.be.capitalize()} {s.subj} swollen?"
+        return f"Could you tell me more about {s.obj}?"
 
     # ------------------------------------------------------------------ slot-specific phrasing
 
@@ -319,21 +498,22 @@ class TemplateNLG:
         term = self.lex.terms.get("medical_test", {}).get(value.casefold())
         return term or f"a {value}"
 
-    def _medication(self, value: str, check: str, values: list[str]) -> str:
+    def _medication(self, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
         is_open = value.casefold() in cmas.OPEN_VALUES
         term = "your medications" if is_open else self.lex.term("medication", value)
+        m = self._mention("medication", value, term, said)
         match check:
             case "frequency":
-                return f"How often do you take {term}?"
+                return f"How often do you take {m.obj}?"
             case "respone_to":
                 if is_open:
                     return "Have you taken anything for your symptoms?"
-                return f"Do you take {term} for {join_or(values)}?" if values else f"What do you take {term} for?"
+                return f"Do you take {m.obj} for {join_or(values)}?" if values else f"What do you take {m.obj} for?"
             case "impact":
-                return "Has anything you've taken helped?" if is_open else f"Has {term} helped?"
+                return "Has anything you've taken helped?" if is_open else f"{m.have.capitalize()} {m.subj} helped?"
             case "start":
-                return f"When did you start taking {term}?"
-        return f"Could you tell me more about {term}?"
+                return f"When did you start taking {m.obj}?"
+        return f"Could you tell me more about {m.obj}?"
 
     def _record(self, base: str, value: str, check: str | None, values: list[str]) -> str:
         is_open = value.casefold() in cmas.OPEN_VALUES or value == "None"

@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass
@@ -39,7 +39,10 @@ from agent.graph_state import (
 from agent.protocol import NLG, ModuleOutput, Policy
 from models.backends.base import BackendError
 from models.parsing import valid_unicode
+from policies.presentations import Plan, default_plans
+from policies.questionnaire import QuestionnairePolicy
 from policies.registry import Modules, make_questionnaire, make_template_nlg
+from policies.summary import clinician_summary
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,16 @@ class Agent(Modules):
     guard_nlg: NLG | None = None  # the template NLG: replaces an unsafe utterance, and speaks when the NLG fails
     turn_deadline_s: float = DEFAULT_TURN_DEADLINE_S
     fallback_policy: Policy | None = None  # plans when the policy fails; built on first need
+    plans: Mapping[str, Plan] | None = None  # what the clinician's summary reads; None: the policy's own or shipped
+
+    def summary_plans(self) -> Mapping[str, Plan]:
+        """The presentation plans the clinician's summary reads: the questionnaire policy's own when it follows plans
+        (the summary then names the plans it followed), else the shipped ones (the summary infers the presentation
+        from the state)."""
+        if self.plans is None:
+            own = self.policy.config.plans if isinstance(self.policy, QuestionnairePolicy) else None
+            self.plans = own or default_plans()
+        return self.plans
 
     def policy_fallback(self) -> Policy:
         if self.fallback_policy is None:
@@ -363,7 +376,11 @@ class Nodes:
         elif p.close_reason:
             status = "closed"
         _emit({"event": "doctor", "turn": turn.index, "text": turn.text})
-        return {"turns": _dump([*s.turns, turn]), "pending": Pending().model_dump(mode="json"), "status": status}
+        turns = [*s.turns, turn]
+        used = [t.meta["plan"] for t in turns if t.speaker == "doctor" and isinstance(t.meta.get("plan"), str)]
+        summary = clinician_summary(s.patient_state, self.agent.summary_plans(), used, s.red_flags)
+        return {"turns": _dump(turns), "pending": Pending().model_dump(mode="json"), "status": status,
+                "summary": summary}
 
 
 def _escalation(flags: list[dict]) -> str | None:

@@ -94,6 +94,7 @@ class InterviewState(BaseModel):
     review_edits: list[ReviewEdit] = Field(default_factory=list)
     pending: Pending = Field(default_factory=Pending)
     status: Status = "active"
+    summary: dict | None = None  # the clinician's summary (policies.summary), renewed each doctor turn; never spoken
 
     def doctor_turns(self) -> list[Turn]:
         return [t for t in self.turns if t.speaker == "doctor"]

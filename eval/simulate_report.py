@@ -38,14 +38,35 @@ def summarize(run: Any, records: dict[str, dict], problems: list[str], ran: int)
                 row[mode] = {**rec["metrics"], "session": rec["session"]} if rec else None
             cases.append(row)
 
-    def aim(value: float | None, target: float) -> dict:
-        return {"aim": target, "value": value, "met": value is not None and value >= target}
+    def aim(value: float | None, target: float, at_most: bool = False) -> dict:
+        met = value is not None and (value <= target if at_most else value >= target)
+        return {"aim": target, "value": value, "met": met, **({"at_most": True} if at_most else {})}
+
+    hand_written = {c.id for c in run.cards if not c.source.startswith("meditod:")}
+    cards = {m: aggregate([r["metrics"] for r in _of(records, agents[0], m) if r["case"] in hand_written])
+             for m in cfg.modes}
+    overall["cards"] = cards
 
     aims = {}
     if overall["oracle_coverage"] is not None:
         aims["oracle_canonical_coverage"] = aim(overall["oracle_coverage"]["canonical"], cfg.aims.oracle_canonical)
     if overall["coverage"] is not None:
         aims["end_to_end_canonical_coverage"] = aim(overall["coverage"]["canonical"], cfg.aims.end_to_end_canonical)
+    a, oracle, e2e = cfg.aims, cards.get("oracle"), cards.get("end_to_end")
+    if oracle and oracle["interviews"]:
+        share = lambda x: round(x[0] / x[1], 4) if x[1] else None  # noqa: E731
+        wanted = {"cards_oracle_canonical": (oracle["coverage"]["canonical"], False),
+                  "cards_oracle_negatives": (oracle["coverage"]["negative"], False),
+                  "cards_oracle_max_turns": (oracle["turns_until_close"], True),
+                  "cards_oracle_screen_on_time": (share((oracle["red_flag_screen"]["on_time"],
+                                                         oracle["red_flag_screen"]["cases"])), False),
+                  "cards_oracle_diagnosis_top3": (share((oracle["diagnosis"]["matched"],
+                                                         oracle["diagnosis"]["cases"])), False)}
+        for key, (value, at_most) in wanted.items():
+            if getattr(a, key) is not None:
+                aims[key] = aim(value, getattr(a, key), at_most)
+    if e2e and e2e["interviews"] and a.cards_end_to_end_canonical is not None:
+        aims["cards_end_to_end_canonical"] = aim(e2e["coverage"]["canonical"], a.cards_end_to_end_canonical)
     return {
         "config": str(run.path),
         "output_dir": str(run.output_dir),
@@ -71,24 +92,33 @@ def _pct(x: float | None) -> str:
 
 def comparison_table(summary: dict) -> str:
     head = ("| agent | mode | canonical | non-canonical | positive | negatives | precision | turns | repeated | "
-            "already answered | red flags hit / expected | diagnosis matched |")
-    rows = [head, "|" + "---|" * 12]
+            "already answered | red flags hit / expected | screen on time | facts / turn | diagnosis in top 3 |")
+    rows = [head, "|" + "---|" * 14]
     for agent, modes in summary["agents"].items():
         for mode, a in modes.items():
             c = a["coverage"]
             q, rf, dx = a["questions"], a["red_flags"], a["diagnosis"]
+            sc = a.get("red_flag_screen") or {"on_time": 0, "cases": 0}
             rows.append(f"| {agent} | {mode} | {_pct(c['canonical'])} | {_pct(c['non_canonical'])} | "
                         f"{_pct(c['positive'])} | {_pct(c['negative'])} | {_pct(a['precision'])} | "
                         f"{a['turns_until_close']} | {q.get('repeated', 0)} | {q.get('already_answered', 0)} | "
-                        f"{rf.get('hit', 0)} / {rf.get('expected', 0)} | {dx['matched']} / {dx['cases']} |")
+                        f"{rf.get('hit', 0)} / {rf.get('expected', 0)} | {sc['on_time']} / {sc['cases']} | "
+                        f"{a.get('facts_per_turn')} | {dx['matched']} / {dx['cases']} |")
     return "\n".join(rows)
 
 
 def aims_text(summary: dict) -> str:
     names = {"oracle_canonical_coverage": "oracle-NLU canonical coverage",
-             "end_to_end_canonical_coverage": "end-to-end canonical coverage"}
-    return "\n".join(f"- {names[k]} of `{summary['agent']}`: {_pct(v['value'])} (aim >= {v['aim']}): "
-                     f"{'met' if v['met'] else 'NOT met'}" for k, v in summary["aims"].items())
+             "end_to_end_canonical_coverage": "end-to-end canonical coverage",
+             "cards_oracle_canonical": "cards, oracle NLU: canonical coverage",
+             "cards_oracle_negatives": "cards, oracle NLU: pertinent negatives",
+             "cards_oracle_max_turns": "cards, oracle NLU: mean turns until close",
+             "cards_oracle_screen_on_time": "cards, oracle NLU: red-flag screen on time (share of cards with a plan)",
+             "cards_oracle_diagnosis_top3": "cards, oracle NLU: diagnosis in the top 3 considerations",
+             "cards_end_to_end_canonical": "cards, end to end: canonical coverage"}
+    return "\n".join(f"- {names[k]} of `{summary['agent']}`: {_pct(v['value'])} (aim "
+                     f"{'<=' if v.get('at_most') else '>='} {v['aim']}): {'met' if v['met'] else 'NOT met'}"
+                     for k, v in summary["aims"].items())
 
 
 def headline(summary: dict) -> str:
@@ -102,8 +132,9 @@ def headline(summary: dict) -> str:
 
 def case_table(summary: dict, mode: str) -> str:
     rows = ["| case | seed | canonical | non-canonical | negatives | precision | turns | ended by | red flags "
-            "(missed / unexpected) | missed: never elicited / not understood / set aside / lost later |",
-            "|" + "---|" * 10]
+            "(missed / unexpected) | screen (first / last turn) | diagnosis rank | missed: never elicited / not "
+            "understood / set aside / lost later |",
+            "|" + "---|" * 12]
     for row in summary["cases"]:
         m = row.get(mode)
         if not m:
@@ -113,9 +144,23 @@ def case_table(summary: dict, mode: str) -> str:
         rows.append(f"| {row['case']} | {row['seed']} | {_pct(c['canonical'])} | {_pct(c['non_canonical'])} | "
                     f"{_pct(c['negative'])} | {_pct(m['precision']['value'])} | {m['turns']['doctor']} | "
                     f"{m['turns']['ended_by']} | {','.join(rf['missed']) or '-'} / {','.join(rf['unexpected']) or '-'} | "
+                    f"{_screen(m.get('red_flag_screen'))} | {_rank(m.get('diagnosis'))} | "
                     f"{why['never elicited']} / {why['said, not understood']} / "
                     f"{why['said, set aside by grounding']} / {why['understood, lost later']} |")
     return "\n".join(rows)
+
+
+def _screen(sc: dict | None) -> str:
+    if sc is None:
+        return "no plan"
+    mark = "on time" if sc["on_time"] else "LATE" if sc["done"] == sc["items"] else f"{sc['done']}/{sc['items']} asked"
+    return f"{mark} ({sc['first'] or '-'} / {sc['last'] or '-'})"
+
+
+def _rank(dx: dict | None) -> str:
+    if dx is None:
+        return "-"
+    return str(dx.get("rank") or "not offered")
 
 
 def misses_text(summary: dict, mode: str) -> str:

@@ -84,6 +84,26 @@ def place(location: str) -> str:
     return re.sub(r"^(?:left|right) (?=\S)", "", loc) if loc not in ("left side", "right side") else loc
 
 
+@lru_cache(maxsize=4096)
+def regions(location: str) -> frozenset[str]:
+    """The places a location names, at every grain the plans use: the place itself, and the region of each lay or
+    anatomical word in it that the NLU lexicon knows (``right lower abdomen`` and ``around the belly button`` are in
+    the ``abdomen``; ``left arm`` is an ``arm`` and an ``upper extremity``; ``lower back`` is in the ``back``)."""
+    here = place(location)
+    out = {here}
+    for phrase, region in default_lexicon().locations.items():
+        p = place(phrase)
+        if re.search(rf"(?<![a-z]){re.escape(p)}(?![a-z])", here):
+            out |= {p, place(region)}
+    return frozenset(out)
+
+
+def same_place(location: str, wanted: Iterable[str]) -> bool:
+    """Whether a state item's location is at one of a plan's places (:func:`regions` of each overlap)."""
+    here = regions(location)
+    return any(here & regions(w) for w in wanted)
+
+
 def make_context(vocab: Vocabulary | None = None, rules: RuleSet | None = None) -> PlanContext:
     """The context plans are validated in: known locations are the ontology's, the NLU lexicon's (values and lay
     phrases) and those the red-flag rules read."""
@@ -249,8 +269,7 @@ class Trigger(_Item):
             return False
         if not self.location:
             return True
-        here = {place(x) for x in item.get("location") or [] if isinstance(x, str)}
-        return bool(here & {place(x) for x in self.location})
+        return any(same_place(x, self.location) for x in item.get("location") or [] if isinstance(x, str))
 
 
 # --------------------------------------------------------------------------- plan sections

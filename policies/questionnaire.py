@@ -301,8 +301,9 @@ class QuestionnairePolicy:
             checks.extend(extra)
         return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks) if c not in skip]
 
-    def candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
-        plan = self.plan_for(ctx)
+    def candidates(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
+        """Every question the interview may still ask, in order; ``plan``: the presentation plan of the turn
+        (:meth:`plan_for`), None for the review of systems."""
         if plan is not None:
             yield from self.plan_candidates(ctx, plan)
         else:
@@ -466,10 +467,10 @@ class QuestionnairePolicy:
             return None
         return Question(a.base, a.value, a.check)
 
-    def open_questions(self, ctx: TurnContext) -> Iterator[Candidate]:
+    def open_questions(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
         """Candidates neither answered by the state nor asked before."""
         seen: set[Question] = set()
-        for cand in self.candidates(ctx):
+        for cand in self.candidates(ctx, plan):
             q = cand.question
             if q in seen or answered(ctx.state, q, self.vocab) or asked(ctx.past_actions, q, self.vocab):
                 continue
@@ -488,8 +489,9 @@ class QuestionnairePolicy:
             return self._out(GREETING, "greeting")
         if self.closed(ctx):
             return self._out(FAREWELL, "close")
+        plan = self.plan_for(ctx)
         picked: list[Candidate] = []
-        for cand in self.open_questions(ctx):
+        for cand in self.open_questions(ctx, plan):
             same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
             if picked and (cand.topic != picked[0].topic or (cand.screening and same_item)):
                 break
@@ -500,14 +502,19 @@ class QuestionnairePolicy:
                 break
         if picked:
             questions = [c.question for c in picked]
-            return self._out(to_actions(questions), picked[0].stage, questions)
+            return self._out(to_actions(questions), picked[0].stage, questions, plan)
         if self.config.wrap_up and not any(a.get("action") == "chit-chat" for turn in ctx.past_actions for a in turn):
-            return self._out(WRAP_UP, "wrap_up")
-        return self._out(FAREWELL, "close")
+            return self._out(WRAP_UP, "wrap_up", plan=plan)
+        return self._out(FAREWELL, "close", plan=plan)
 
     @staticmethod
-    def _out(actions: list[dict], stage: str, questions: list[Question] | None = None) -> ModuleOutput:
+    def _out(actions: list[dict], stage: str, questions: list[Question] | None = None,
+             plan: Plan | None = None) -> ModuleOutput:
+        """The turn's actions, with what the clinician's summary and the logs read: the stage, the questions and the
+        presentation plan followed (``plan``: its id)."""
         meta = {"policy": "questionnaire", "stage": stage}
+        if plan is not None:
+            meta["plan"] = plan.id
         if questions:
             meta["questions"] = [q.label() for q in questions]
         return ModuleOutput(value=cmas.parse_actions(actions), meta=meta)

@@ -229,7 +229,7 @@ def test_a_positive_answer_to_a_located_screen_does_not_erase_the_complaint(with
     "no" would deny the back pain itself); where the pain is felt is its own characterisation's question."""
     state = {"positive_symptom": [{"value": "pain", "location": ["lower back"], "onset": "3 days ago"}]}
     ctx = ctx_of(state, [[{"action": "nod_prompt_salutations"}]])
-    asked = [c.question for c in with_plans.open_questions(ctx)]
+    asked = [c.question for c in with_plans.open_questions(ctx, with_plans.plan_for(ctx))]
     assert not any(q.value == "pain" and q.values for q in asked)
     assert find_item(state, "symptom", "pain", with_plans.vocab)[0] == "positive"
 

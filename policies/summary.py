@@ -1,0 +1,225 @@
+"""The clinician's summary of an interview: the presentation, the red-flag screen, and ranked differential
+considerations, each with the facts of the patient state that support it and those that argue against it.
+
+It is for the clinician only. Nothing here is said to the patient or becomes a spoken doctor action (a CMAS
+``diagnosis`` action would be said): the graph keeps the summary in the interview's own state
+(``agent.graph_state.InterviewState.summary``), the history note and the console show it, and ``medhx simulate``
+scores it there.
+
+Everything comes from data already validated elsewhere: the presentation plans (``configs/presentations/*.yaml``,
+:mod:`policies.presentations`) name the considerations and the evidence for and against each, and the red-flag rules
+(``configs/red_flags.yaml``) the screen. The summary only reads the state against them, so every fact it cites is an
+item of the state (slot type, status, value, the item's own locations), never a word the summary made up.
+
+Ranking is deliberately simple and explainable to the clinician who reads it: a consideration scores one point per
+fact for it (an item the plan lists under ``supports``, found in the state with that status) and loses one per fact
+against it (an item listed under ``against`` found with that status, or a supporting item the patient gave the
+opposite answer to: a denied typical feature argues against). Only considerations with at least one fact for them are
+ranked; ties go to the one with more facts for it, then to the plan's own order (the plan lists the likelier or the
+more dangerous first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent import cmas
+from agent.ontology import Vocabulary, default_vocabulary, symptom_names
+from agent.safety import LEVELS
+from policies.presentations import Consideration, Evidence, Plan, choose_plan, same_place
+
+FOR_THE_CLINICIAN = ("For the clinician only: considerations from the presentation plan, ranked by the facts heard "
+                     "in this interview. They are prompts for your assessment, not a diagnosis, and were never said "
+                     "to the patient.")
+OPPOSITE = {"positive": "negative", "negative": "positive"}
+RECORD_PRESENT = {"travel": "traveled", "occupation": "true", "residence": "living"}
+"""The record status that makes a record slot item "positive" evidence (a plan may cite travel or an occupation)."""
+
+
+# --------------------------------------------------------------------------- facts of the state
+
+
+def fact_text(base: str, status: str, item: dict) -> str:
+    """A state item in the clinician's words: ``chest pain (chest, left arm)``, ``no fever``, ``fever unknown``."""
+    value = str(item.get("value") or base.replace("_", " "))
+    where = [x for x in item.get("location") or [] if isinstance(x, str)]
+    what = f"{value} ({', '.join(where)})" if where else value
+    kind = {"medical_history": "history of ", "family_history": "family history of ", "medication": "takes ",
+            "habit": "", "exposure": "exposed to "}.get(base, "")
+    if status == "negative":
+        return f"no {kind}{what}" if kind else f"no {what}"
+    if status == "unknown":
+        return f"{kind}{what}: not known"
+    return f"{kind}{what}"
+
+
+def _fact(base: str, status: str, item: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {"slot": base, "status": status, "value": item.get("value")}
+    if item.get("location"):
+        out["location"] = list(item["location"])
+    out["text"] = fact_text(base, status, item)
+    return out
+
+
+def _matches(e: Evidence, base: str, item: dict, vocab: Vocabulary) -> bool:
+    value = item.get("value")
+    if not isinstance(value, str):
+        return False
+    if base == "symptom":
+        if not any(vocab.same("symptom", name, e.value) for name in symptom_names(value, item)):
+            return False
+        if not e.location:
+            return True
+        return any(same_place(x, e.location) for x in item.get("location") or [] if isinstance(x, str))
+    return vocab.same(base, value, e.value)
+
+
+def find_evidence(state: dict, e: Evidence, vocab: Vocabulary) -> tuple[str, dict] | None:
+    """``(status, item)`` of the state item an evidence entry names (any status), or None. Record slots (travel,
+    occupation, residence) count as positive when the record says the thing is so."""
+    if e.base == "basic_information":
+        return None
+    if e.base in RECORD_PRESENT:
+        for _, item in cmas.slot_items(state, e.base):
+            if isinstance(item.get("value"), str) and vocab.same(e.base, item["value"], e.value):
+                return ("positive" if item.get("status") == RECORD_PRESENT[e.base] else "negative"), item
+        return None
+    for status, item in cmas.slot_items(state, e.base):
+        if status in OPPOSITE and _matches(e, e.base, item, vocab):
+            return status, item
+    return None
+
+
+# --------------------------------------------------------------------------- considerations
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """One consideration read against the state."""
+
+    consideration: Consideration
+    plan: str
+    order: int
+    supports: tuple[dict, ...]
+    against: tuple[dict, ...]
+
+    @property
+    def score(self) -> int:
+        return len(self.supports) - len(self.against)
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.consideration
+        return {"label": c.label, "disease": c.disease, "plan": self.plan, "score": self.score,
+                "supports": list(self.supports), "against": list(self.against)}
+
+
+def weigh(c: Consideration, plan: str, order: int, state: dict, vocab: Vocabulary) -> Weighed:
+    """The facts of the state for and against one consideration (see the module docstring for the rule)."""
+    pro: list[dict] = []
+    con: list[dict] = []
+    for side, listed in (("supports", c.supports), ("against", c.against)):
+        for e in listed:
+            found = find_evidence(state, e, vocab)
+            if found is None:
+                continue
+            status, item = found
+            fact = _fact(e.base, status, item)
+            if status == e.status:
+                (pro if side == "supports" else con).append(fact)
+            elif side == "supports" and OPPOSITE.get(e.status) == status:
+                con.append(fact)
+    return Weighed(c, plan, order, tuple(_unique(pro)), tuple(_unique(con)))
+
+
+def _unique(facts: Iterable[dict]) -> list[dict]:
+    seen: set[str] = set()
+    out = []
+    for f in facts:
+        if f["text"] not in seen:
+            seen.add(f["text"])
+            out.append(f)
+    return out
+
+
+def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary) -> list[Weighed]:
+    """The considerations of the plans with at least one fact for them, best first; a consideration several plans
+    name counts once, at its best reading."""
+    best: dict[str, Weighed] = {}
+    order = 0
+    for plan in plans:
+        for c in plan.considerations:
+            w = weigh(c, plan.id, order, state, vocab)
+            order += 1
+            key = c.label.casefold()
+            if w.supports and (key not in best or (w.score, len(w.supports)) > (best[key].score,
+                                                                                 len(best[key].supports))):
+                best[key] = w
+    return sorted(best.values(), key=lambda w: (-w.score, -len(w.supports), w.order))
+
+
+# --------------------------------------------------------------------------- the red-flag screen
+
+
+def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vocab: Vocabulary) -> list[dict]:
+    """Each rule the plans screen, and every rule raised: ``positive`` (raised in the session), ``negative`` (every
+    screen question of the rule answered no) or ``incomplete`` (with the items still unanswered)."""
+    out: dict[str, dict] = {}
+    for f in raised:
+        rid = f.get("id")
+        if isinstance(rid, str) and rid not in out:
+            out[rid] = {"rule": rid, "result": "positive", "level": f.get("level"), "message": f.get("message"),
+                        "turn": f.get("turn")}
+    for plan in plans:
+        for screen in plan.red_flag_screen:
+            if screen.rule in out:
+                continue
+            denied, open_items = [], []
+            for ask in screen.ask:
+                found = find_evidence(state, Evidence(**{ask.base: ask.value}, location=ask.location), vocab)
+                if found is not None and found[0] == "negative":
+                    denied.append(_fact(ask.base, *found))
+                else:
+                    open_items.append(ask.value + (f" ({', '.join(ask.location)})" if ask.location else ""))
+            entry: dict[str, Any] = {"rule": screen.rule, "result": "incomplete" if open_items else "negative",
+                                     "facts": denied}
+            if open_items:
+                entry["unanswered"] = open_items
+            out[screen.rule] = entry
+    order = {"positive": 0, "incomplete": 1, "negative": 2}
+    return sorted(out.values(), key=lambda r: (order[r["result"]],
+                                               LEVELS.index(r["level"]) if r.get("level") in LEVELS else 9))
+
+
+# --------------------------------------------------------------------------- the summary
+
+
+def plans_of(plan_ids: Iterable[str], plans: Mapping[str, Plan]) -> list[Plan]:
+    return [plans[p] for p in dict.fromkeys(plan_ids) if p in plans]
+
+
+def clinician_summary(state: dict, plans: Mapping[str, Plan], used: Sequence[str] = (),
+                      red_flags: Sequence[dict] = (), vocab: Vocabulary | None = None) -> dict[str, Any]:
+    """The clinician's summary of a patient state (JSON-ready).
+
+    ``used``: the plan ids the interview followed, in order (the questionnaire policy records each turn's plan); the
+    first is the presentation. Without any (another policy, or plans off), the plan the state calls for
+    (:func:`policies.presentations.choose_plan`) stands in, and ``presentation.inferred`` says so. ``red_flags``: the
+    flags raised in the session (``InterviewState.red_flags``)."""
+    vocab = vocab or default_vocabulary()
+    followed = plans_of(used, plans)
+    inferred = False
+    if not followed:
+        chosen = choose_plan(state, plans, flags=[f["id"] for f in red_flags if isinstance(f.get("id"), str)],
+                             vocab=vocab)
+        followed, inferred = ([chosen] if chosen else []), chosen is not None
+    presentation = ({"id": followed[0].id, "title": followed[0].title, "inferred": inferred} if followed else None)
+    return {
+        "for": "clinician",
+        "notice": FOR_THE_CLINICIAN,
+        "presentation": presentation,
+        "plans": [p.id for p in followed],
+        "red_flag_screen": screen_result(followed, state, red_flags, vocab),
+        "considerations": [w.as_dict() for w in rank(followed, state, vocab)],
+    }

@@ -1,0 +1,133 @@
+"""The clinician's summary (issue 18): ranked differential considerations from the presentation plans, each citing
+facts of the patient state for and against it; the red-flag screen's result; kept in the interview's state, never said
+to the patient; scored by ``medhx simulate`` (the card's diagnosis among the top 3, the screen on time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent import cmas
+from agent.ontology import default_vocabulary
+from eval.cases import load_card
+from eval.simulate import run
+from eval.simulate_metrics import same_diagnosis
+from policies.presentations import default_plans
+from policies.summary import clinician_summary
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = REPO / "data" / "cases"
+VOCAB = default_vocabulary()
+PLANS = default_plans()
+
+
+def cited_facts_are_in_the_state(summary: dict, state: dict) -> None:
+    """Every fact a consideration or the screen cites is an item of the state: same slot type, status, value and
+    locations (the summary reads the state, it never words a fact of its own)."""
+    cited = [f for c in summary["considerations"] for f in (*c["supports"], *c["against"])]
+    cited += [f for r in summary["red_flag_screen"] for f in r.get("facts") or []]
+    for f in cited:
+        items = [it for status, it in cmas.slot_items(state, f["slot"]) if status == f["status"]]
+        assert any(it.get("value") == f["value"] and list(it.get("location") or []) == f.get("location", [])
+                   for it in items), f
+
+
+def test_considerations_are_ranked_by_the_facts_for_and_against_them():
+    state = {
+        "positive_symptom": [{"value": "chest pain", "location": ["chest"]}, {"value": "chest pain rest"},
+                             {"value": "hyperhidrosis"}, {"value": "nausea"}],
+        "negative_symptom": [{"value": "dyspnea"}, {"value": "hemoptysis"}],
+        "positive_habit": [{"value": "smoking"}],
+    }
+    s = clinician_summary(state, PLANS, used=["chest_pain"])
+    assert s["for"] == "clinician" and s["presentation"] == {"id": "chest_pain", "title": PLANS["chest_pain"].title,
+                                                              "inferred": False}
+    top = s["considerations"][0]
+    assert top["label"] == "possible nstemi / stemi"
+    assert {f["value"] for f in top["supports"]} >= {"chest pain rest", "hyperhidrosis", "nausea", "smoking"}
+    # a denied typical feature argues against: no breathlessness, no blood in the sputum, for a pulmonary embolism
+    pe = next(c for c in s["considerations"] if c["label"] == "pulmonary embolism") if any(
+        c["label"] == "pulmonary embolism" for c in s["considerations"]) else None
+    assert pe is None or pe["score"] < top["score"]
+    stable = next(c for c in s["considerations"] if c["label"] == "stable angina")
+    assert [f["text"] for f in stable["against"]] == ["chest pain rest"]  # pain at rest argues against stable angina
+    scores = [c["score"] for c in s["considerations"]]
+    assert scores == sorted(scores, reverse=True) and all(c["supports"] for c in s["considerations"])
+    cited_facts_are_in_the_state(s, state)
+
+
+def test_the_red_flag_screen_says_positive_negative_or_what_is_left():
+    state = {"positive_symptom": [{"value": "pain", "location": ["lower back"]}],
+             "negative_symptom": [{"value": "saddle anaesthesia"}, {"value": "urinary retention"},
+                                  {"value": "urinary incontinence"}, {"value": "faecal incontinence"}]}
+    raised = [{"id": "aortic_dissection", "level": "urgent", "message": "m", "turn": 3}]
+    s = clinician_summary(state, PLANS, used=["back_pain"], red_flags=raised)
+    by_rule = {r["rule"]: r for r in s["red_flag_screen"]}
+    assert by_rule["cauda_equina"]["result"] == "negative"
+    assert {f["text"] for f in by_rule["cauda_equina"]["facts"]} == {
+        "no saddle anaesthesia", "no urinary retention", "no urinary incontinence", "no faecal incontinence"}
+    assert by_rule["aortic_dissection"]["result"] == "positive"
+    assert s["red_flag_screen"][0]["rule"] == "aortic_dissection"  # raised flags first
+    assert any(r["result"] == "incomplete" and r["unanswered"] for r in s["red_flag_screen"])
+
+
+def test_without_a_followed_plan_the_state_chooses_one_and_says_so():
+    state = {"positive_symptom": [{"value": "melena"}]}
+    s = clinician_summary(state, PLANS)
+    assert s["presentation"]["id"] == "gi_bleeding" and s["presentation"]["inferred"]
+    assert clinician_summary({}, PLANS)["presentation"] is None
+
+
+@pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_on_every_card_the_summary_cites_only_facts_of_the_state(path):
+    card = load_card(path)
+    s = clinician_summary(card.state, PLANS, used=[card.presentation] if card.presentation else ())
+    cited_facts_are_in_the_state(s, card.state)
+    assert s["presentation"] is not None and s["presentation"]["id"] == card.presentation
+
+
+@pytest.mark.parametrize(("expected", "label", "same"), [
+    ("variceal bleed", "oesophageal varices (variceal bleeding)", True),
+    ("migraine with aura", "migraine", True),
+    ("transient ischaemic attack", "stroke or transient ischaemic attack", True),
+    ("subarachnoid hemorrhage", "subarachnoid haemorrhage", True),
+    ("pulmonary embolism", "pulmonary embolism", True),
+    ("stable angina", "unstable angina", False),
+    ("subarachnoid haemorrhage", "stroke or intracerebral haemorrhage", False),
+    ("pneumonia", "aortic dissection", False),
+])
+def test_a_diagnosis_matches_a_consideration_by_its_names(expected, label, same):
+    assert same_diagnosis(expected, label, VOCAB) is same
+
+
+def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_path):
+    """Three cards of different presentations, oracle NLU, the shipped questionnaire with plans, the real graph."""
+    cfg = {"agents": [{"name": "q", "config": str(REPO / "configs" / "default.yaml")}],
+           "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina")],
+           "simulator": {"kind": "agenda", "lexicon": str(REPO / "configs" / "simulate" / "lay_phrases.yaml")},
+           "modes": ["oracle"], "seeds": [0], "workers": 1, "output_dir": str(tmp_path / "out"),
+           "keep_sessions": False}
+    path = tmp_path / "sim.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    summary = run(path, progress=False)
+    records = [yaml.safe_load(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    for rec in records:
+        s, state = rec["clinician_summary"], rec["final_state"]
+        assert s["for"] == "clinician" and s["considerations"], rec["case"]
+        cited_facts_are_in_the_state(s, state)
+        said = " ".join(t["text"] for t in rec["transcript"] if t["speaker"] == "doctor").casefold()
+        assert not any(c["label"].casefold() in said for c in s["considerations"]), rec["case"]
+        assert not any(a.get("action") == "diagnosis" for t in rec["transcript"] if t["speaker"] == "doctor"
+                       for a in t["actions"] or [])
+        m = rec["metrics"]
+        assert m["diagnosis"]["offered"] == [c["label"] for c in s["considerations"]]
+        assert m["diagnosis"]["match"] == (m["diagnosis"]["rank"] is not None and m["diagnosis"]["rank"] <= 3)
+        sc = m["red_flag_screen"]
+        assert sc["plan"] == s["plans"][0] and sc["complaint_known_at"] is not None
+        assert sc["on_time"], (rec["case"], sc)
+        assert m["facts_per_turn"] > 0
+    cards = summary["overall"]["cards"]["oracle"]
+    assert cards["red_flag_screen"]["cases"] == 3 and cards["diagnosis"]["cases"] == 3

@@ -86,22 +86,37 @@ def place(location: str) -> str:
 
 @lru_cache(maxsize=4096)
 def regions(location: str) -> frozenset[str]:
-    """The places a location names, at every grain the plans use: the place itself, and the region of each lay or
-    anatomical word in it that the NLU lexicon knows (``right lower abdomen`` and ``around the belly button`` are in
-    the ``abdomen``; ``left arm`` is an ``arm`` and an ``upper extremity``; ``lower back`` is in the ``back``)."""
+    """The places a state location is in, at every grain the plans use: the place itself, and for each lay or
+    anatomical phrase of the NLU lexicon in it (longest first; a phrase inside a longer one found is not read again),
+    that phrase and its region (``right lower abdomen`` and ``around the belly button`` are in the ``abdomen``, ``left
+    arm`` is an ``arm`` and an ``upper extremity``, ``lower back`` is in the ``back``). In ``<part> of <place>`` only
+    the place counts: the back of the head is in the head, not in the back."""
     here = place(location)
     out = {here}
-    for phrase, region in default_lexicon().locations.items():
+    free = here.rsplit(" of ", 1)[-1]
+    for phrase, region in sorted(default_lexicon().locations.items(), key=lambda kv: -len(kv[0])):
         p = place(phrase)
-        if re.search(rf"(?<![a-z]){re.escape(p)}(?![a-z])", here):
+        pattern = rf"(?<![a-z#]){re.escape(p)}(?![a-z#])"
+        if re.search(pattern, free):
             out |= {p, place(region)}
+            free = re.sub(pattern, lambda m: "#" * len(m.group()), free)
     return frozenset(out)
 
 
+def _named(wanted: str) -> frozenset[str]:
+    """What a plan's place stands for: itself, and the region the lexicon gives that exact phrase (``arm``: an
+    ``upper extremity``)."""
+    p = place(wanted)
+    region = default_lexicon().locations.get(p)
+    return frozenset({p, place(region)} if region else {p})
+
+
 def same_place(location: str, wanted: Iterable[str]) -> bool:
-    """Whether a state item's location is at one of a plan's places (:func:`regions` of each overlap)."""
+    """Whether a state item's location is at one of a plan's places: the plan names a place or region the location
+    is in (:func:`regions`). One way only: ``lower back`` is in the ``back``, but ``back of head`` is not in the
+    ``lower back``."""
     here = regions(location)
-    return any(here & regions(w) for w in wanted)
+    return any(here & _named(w) for w in wanted)
 
 
 def make_context(vocab: Vocabulary | None = None, rules: RuleSet | None = None) -> PlanContext:

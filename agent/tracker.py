@@ -1,7 +1,8 @@
 """Dialogue state tracking: merge each patient NLU turn into the CMAS patient state.
 
 Rules (issue 2 §4): an item is identified by its slot type and head ``value``; a value
-that changes status moves to the new status list keeping its attributes; scalar
+that changes status moves to the new status list keeping its attributes, except a symptom
+the patient has somewhere, denied somewhere else (that denial is an item of its own); scalar
 attributes overwrite; the record slots (travel, occupation, residence,
 basic_information) update their single record.
 
@@ -44,6 +45,16 @@ def _merge_item(target: dict, new: dict, spec: cmas.SlotSpec, list_merge: ListMe
             target[attr] = v
 
 
+def _denied_elsewhere(have: dict, where: str, item: dict, status: str | None, base: str) -> bool:
+    """A symptom the patient has, denied (or not known) at a place: "no, the pain doesn't go to my back" of a chest
+    pain. The denial is about that place only, so it is kept as its own item and the positive one stays; moving the
+    item would deny the chest pain itself. Only a denial of every place the positive item is at moves it."""
+    if base != "symptom" or status not in ("negative", "unknown") or where != f"positive_{base}":
+        return False
+    theirs, here = set(item.get("location") or []), set(have.get("location") or [])
+    return bool(theirs) and not (here and here <= theirs)
+
+
 def update_state(state: dict, nlu_frames: list[dict], list_merge: ListMerge = "replace") -> dict:
     """The patient state after one patient turn; ``state`` is left unchanged."""
     new = copy.deepcopy(state)
@@ -62,6 +73,9 @@ def update_state(state: dict, nlu_frames: list[dict], list_merge: ListMerge = "r
                     new.setdefault(name, []).append(copy.deepcopy(item))
                     continue
                 where, i = found
+                if _denied_elsewhere(new[where][i], where, item, status, base):
+                    new.setdefault(name, []).append(copy.deepcopy(item))  # beside the positive, never over it
+                    continue
                 if where == name:
                     _merge_item(new[where][i], item, spec, list_merge)
                 else:

@@ -261,6 +261,8 @@ def transcript(st: InterviewState, replies: list[dict]) -> list[dict]:
         row: dict[str, Any] = {"turn": t.index, "speaker": t.speaker, "text": t.text}
         if t.speaker == "doctor":
             row["actions"] = t.actions
+            if t.meta.get("stage"):  # where the policy was (the questionnaire's stages; plan: its id)
+                row["stage"] = t.meta["stage"]
         else:
             row["nlu"] = t.nlu
             if (r := by_turn.get(t.index)) is not None:

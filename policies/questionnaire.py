@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "questionnaire.yaml"
 
 STAGES = (
-    "greeting", "hpi", "red_flag_screen", "associated_symptoms", "review_of_systems", "risk_factors",
+    "greeting", "hpi", "red_flag_screen", "associated_symptoms", "review_of_systems", "risk_factors", "general_history",
     # then the configured sections, in order, then:
     "wrap_up", "close",
 )
@@ -71,6 +71,7 @@ class QuestionnaireConfig:
     default_review: tuple[str, ...]
     sections: list[Section]
     wrap_up: bool = True
+    after_plan: list[list[Question]] | None = None  # with a plan: the general history asked, in groups; None: sections
     plans: dict[str, Plan] | None = None  # presentation plans by id; None: the review of systems only
     plans_dir: Path | None = None
 
@@ -138,7 +139,7 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text())
     known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up",
-             "plans"}
+             "plans", "after_plan"}
     if not isinstance(raw, dict):
         raise _fail(str(path), "expected a mapping")
     if unknown := set(raw) - known:
@@ -181,6 +182,7 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         sections.append(Section(stage, ask, followup))
 
     return QuestionnaireConfig(
+        after_plan=_after_plan(raw.get("after_plan"), sections),
         questions_per_turn=n,
         hpi_checks=_checks("symptom", hpi.get("checks") or [], "hpi.checks"),
         secondary_checks=_checks("symptom", hpi.get("secondary_checks", hpi.get("checks")) or [], "hpi.secondary_checks"),
@@ -204,6 +206,30 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         wrap_up=bool(raw.get("wrap_up", True)),
         **_plans(raw.get("plans"), Path(path), vocab),
     )
+
+
+def _after_plan(raw: object, sections: list[Section]) -> list[list[Question]] | None:
+    """``after_plan``: groups of section questions, each asked in one turn (at most :data:`PLAN_GROUP`), that follow a
+    presentation plan instead of every section. Each must be a question of a section (``sections.*.ask``), so its
+    follow-ups stay the section's."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(g, list) and 1 <= len(g) <= PLAN_GROUP for g in raw):
+        raise _fail("after_plan", f"expected a list of groups, each a list of 1 to {PLAN_GROUP} section questions")
+    asked = {q for sec in sections for q in sec.ask}
+    out = []
+    for i, group in enumerate(raw):
+        qs = []
+        for j, entry in enumerate(group):
+            where = f"after_plan.{i}.{j}"
+            if not (isinstance(entry, dict) and len(entry) == 1):
+                raise _fail(where, f"expected {{slot type: value}}, got {entry!r}")
+            q = next((x for x in asked if (x.base, x.value) == next(iter(entry.items()))), None)
+            if q is None:
+                raise _fail(where, f"{entry!r} is not a question of any section (sections.*.ask)")
+            qs.append(q)
+        out.append(qs)
+    return out
 
 
 def _plans(raw: object, config_path: Path, vocab: Vocabulary) -> dict:
@@ -308,7 +334,7 @@ class QuestionnairePolicy:
             yield from self.plan_candidates(ctx, plan)
         else:
             yield from self.review_candidates(ctx)
-        yield from self.section_candidates(ctx)
+        yield from self.section_candidates(ctx, plan)
 
     def review_candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
         """Today's interview without a plan: each positive symptom's history, its system's symptoms, the review of
@@ -328,10 +354,18 @@ class QuestionnairePolicy:
             for q in cfg.systems[system]:
                 yield Candidate("review_of_systems", q)
 
-    def section_candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
+    def section_candidates(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
+        """The configured sections, in order, with their follow-ups about what the patient has. After a presentation
+        plan (and ``after_plan`` configured) only the ``after_plan`` groups are asked, a group a turn: the plan's risk
+        factors asked what matters to the complaint, and the turns a general review would take are the clinician's."""
         state, cfg = ctx.state, self.config
+        short = plan is not None and cfg.after_plan is not None
+        if short:
+            for i, group in enumerate(cfg.after_plan or []):
+                for q in group:
+                    yield Candidate("general_history", q, f"after:{i}")
         for sec in cfg.sections:
-            for q in sec.ask:
+            for q in () if short else sec.ask:
                 yield Candidate(sec.stage, q)
             for base, checks in sec.followup.items():
                 for item in state.get(f"positive_{base}") or []:
@@ -349,7 +383,10 @@ class QuestionnairePolicy:
                     if q.base == "symptom" and (q.check is None or (q.check == "location" and q.values))]
         out = []
         for item in self._positive_symptoms(ctx.state):
-            if not any(self.vocab.same("symptom", q.value, item["value"]) for q in screened):
+            places = set(item.get("location") or [])
+            # "does the pain reach your back?" did not elicit a pain the patient has somewhere else (or nowhere said)
+            elicited = [q for q in screened if q.check is None or (places and places <= set(q.values))]
+            if not any(self.vocab.same("symptom", q.value, item["value"]) for q in elicited):
                 out.append(item["value"])
         return list(dict.fromkeys(out))
 
@@ -384,16 +421,11 @@ class QuestionnairePolicy:
         return [Question("symptom", item["value"], c, values.get(c, ())) for c in checks]
 
     def _ask(self, state: dict, a: Ask) -> Question | None:
-        """The screening question of a plan item; None for a located item whose value the patient has elsewhere
-        (the state keeps one item per value: a "no" to "any pain in your abdomen?" would deny the back pain itself;
-        where that symptom is felt is its own characterisation's question)."""
-        from agent.ontology import find_item
-
+        """The screening question of a plan item: whether the patient has it, for a located item whether they have it
+        there ("any pain in your arm?"; of a patient whose chest pain it is, whether the pain reaches there). A "no"
+        denies that place only (``agent.tracker`` keeps it beside the positive item), so it is safe to ask."""
         if a.location:
-            found = find_item(state, a.base, a.value, self.vocab)
-            if found is not None and found[0] == "positive":
-                return None
-            return Question(a.base, a.value, "location", tuple(a.location))  # "any pain in your arm?"
+            return Question(a.base, a.value, "location", tuple(a.location))
         return Question(a.base, a.value)
 
     def _decisive(self, state: dict, a: Ask) -> Question | None:

@@ -224,14 +224,19 @@ def test_config_plans_switch(tmp_path):
         load_questionnaire_config(cfg)
 
 
-def test_a_positive_answer_to_a_located_screen_does_not_erase_the_complaint(with_plans):
-    """The state keeps one item per value: "any pain in your abdomen?" is not asked of a patient with back pain (a
-    "no" would deny the back pain itself); where the pain is felt is its own characterisation's question."""
+def test_a_no_to_a_located_screen_does_not_erase_the_complaint(with_plans):
+    """A located screen question is asked of a patient who has that symptom elsewhere ("does the pain reach your
+    groin?" of a back pain), and a "no" denies that place only: the tracker keeps it beside the positive item."""
     state = {"positive_symptom": [{"value": "pain", "location": ["lower back"], "onset": "3 days ago"}]}
     ctx = ctx_of(state, [[{"action": "nod_prompt_salutations"}]])
-    asked = [c.question for c in with_plans.open_questions(ctx, with_plans.plan_for(ctx))]
-    assert not any(q.value == "pain" and q.values for q in asked)
-    assert find_item(state, "symptom", "pain", with_plans.vocab)[0] == "positive"
+    plan = with_plans.plan_for(ctx)
+    located = [c.question for c in with_plans.open_questions(ctx, plan) if c.question.value == "pain" and c.question.values]
+    assert plan.id == "back_pain" and located
+    q = located[0]
+    after = update_state(state, [{"intent": "inform", "slots": {"negative_symptom": [
+        {"value": "pain", "location": list(q.values)}]}}])
+    assert find_item(after, "symptom", "pain", with_plans.vocab) == ("positive", state["positive_symptom"][0])
+    assert after["negative_symptom"] == [{"value": "pain", "location": list(q.values)}]
 
 
 def test_the_shipped_config_turns_the_plans_on():

@@ -1,8 +1,12 @@
 """Export an interview: MediTOD-format JSON (loads back with ``agent.data.load_dialogs_file``, strict)
 and a clinician-readable history note (markdown).
 
-The input is a :class:`Transcript`: dataset utterances (:class:`agent.data.Utterance`) and red flags. A live
-session becomes one with :meth:`Transcript.from_session`; a dataset dialogue is already utterances.
+The input is a :class:`Transcript`: dataset utterances (:class:`agent.data.Utterance`), red flags and, for a live
+session, the clinician's summary (:mod:`policies.summary`). A live session becomes one with
+:meth:`Transcript.from_session`; a dataset dialogue is already utterances (and has no summary).
+
+:func:`summary_markdown` is the one rendering of the clinician's summary: the note's section and the console's panel
+(``ui/render.py``) both use it. It is never part of a doctor turn: the summary is never said to the patient.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ class ExportError(ValueError):
 @dataclass
 class Transcript:
     """A whole interview to export: its turns as dataset utterances (:class:`agent.data.Utterance`, the one turn
-    type of dialogues on disk) and the red flags raised. A live session becomes one with :meth:`from_session`,
-    through the one conversion :meth:`agent.graph_state.Turn.to_utterance`."""
+    type of dialogues on disk), the red flags raised and the clinician's summary (``InterviewState.summary``; None
+    for a dataset dialogue). A live session becomes one with :meth:`from_session`, through the one conversion
+    :meth:`agent.graph_state.Turn.to_utterance`. The summary goes into the note only, never into MediTOD JSON."""
 
     session_id: str
     turns: list[Utterance]
     red_flags: list[RedFlag] = field(default_factory=list)
+    summary: dict | None = None
 
     def __post_init__(self) -> None:
         for i, u in enumerate(self.turns):
@@ -40,7 +46,7 @@ class Transcript:
     @classmethod
     def from_session(cls, st: InterviewState) -> Transcript:
         flags = [_red_flag(f, i) for i, f in enumerate(st.red_flags)]
-        return cls(st.session_id, [t.to_utterance() for t in st.turns], flags)
+        return cls(st.session_id, [t.to_utterance() for t in st.turns], flags, st.summary)
 
     def final_state(self) -> dict:
         """The last recorded patient state; turns with NLU but no state are folded in with the tracker."""
@@ -256,7 +262,64 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
             out += ["", "## Possible conditions raised during the interview (for clinician review, not a diagnosis)",
                     *[f"- {d}" for d in dict.fromkeys(discussed)]]
 
+    if transcript.summary is not None:
+        out += ["", f"## {SUMMARY_TITLE}", summary_markdown(transcript.summary)]
+
     out += ["", "---", f"_{DISCLAIMER}_", ""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- the clinician's summary
+
+SUMMARY_TITLE = "Clinician's summary (not shared with the patient)"
+SCREEN_WORDS = {"positive": "Positive", "negative": "Negative", "incomplete": "Incomplete"}
+
+
+def _facts(facts: list[dict] | None) -> str:
+    return "; ".join(str(f.get("text") or f.get("value") or "?") for f in facts or [])
+
+
+def _screen_line(r: dict) -> str:
+    result = str(r.get("result", "?"))
+    head = f"- **{SCREEN_WORDS.get(result, result)}** `{r.get('rule', '?')}`"
+    if result == "positive":
+        level = f" ({str(r['level']).upper()})" if r.get("level") else ""
+        turn = f" (patient turn {r['turn']})" if r.get("turn") is not None else ""
+        return f"{head}{level}: {r.get('message') or 'raised in this interview'}{turn}"
+    denied = _facts(r.get("facts"))
+    if result == "negative":
+        return f"{head}: {denied or 'every screening question answered no'}"
+    left = ", ".join(str(x) for x in r.get("unanswered") or [])
+    return f"{head}: not yet asked or answered: {left or '?'}" + (f" (denied so far: {denied})" if denied else "")
+
+
+def summary_markdown(summary: dict | None) -> str:
+    """The clinician's summary (``InterviewState.summary``, :func:`policies.summary.clinician_summary`) as markdown,
+    without a heading of its own: the notice, the presentation, the red-flag screen (positive with level and message,
+    negative with the denials, incomplete with what is left) and the ranked considerations, each with the facts of
+    the state for and against it. The history note's section and the console's panel both show this text."""
+    if not summary:
+        return "_No summary yet: it is made at each doctor turn._"
+    out = [f"_{summary.get('notice') or 'For the clinician only.'}_", ""]
+    pres = summary.get("presentation")
+    if pres:
+        how = " (inferred from the history)" if pres.get("inferred") else ""
+        out.append(f"**Presentation:** {pres.get('title') or pres.get('id')}{how}")
+    else:
+        out.append("**Presentation:** not yet clear from the history")
+
+    out += ["", "**Red-flag screen**", ""]
+    screen = summary.get("red_flag_screen") or []
+    out += [_screen_line(r) for r in screen] or [NONE_RECORDED]
+
+    out += ["", "**Differential considerations (ranked by the facts heard)**", ""]
+    considerations = summary.get("considerations") or []
+    for i, c in enumerate(considerations, 1):
+        out += [f"{i}. **{c.get('label', '?')}**",
+                f"   - for: {_facts(c.get('supports')) or 'none heard'}",
+                f"   - against: {_facts(c.get('against')) or 'none heard'}"]
+    if not considerations:
+        out.append("_None yet: no fact heard supports a consideration of the plan._")
     return "\n".join(out)
 
 

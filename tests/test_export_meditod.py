@@ -1,4 +1,5 @@
-"""Export: MediTOD JSON round-trip through the data layer (strict), malformed input, the history note."""
+"""Export: MediTOD JSON round-trip through the data layer (strict), malformed input, the history note and its
+clinician's summary."""
 
 from __future__ import annotations
 
@@ -7,8 +8,17 @@ import json
 
 import pytest
 
+from agent import cmas
 from agent.data import Utterance, load_dialogs_file, load_dialogues
-from agent.export import ExportError, Transcript, history_note, to_meditod, write_meditod
+from agent.export import (
+    SUMMARY_TITLE,
+    ExportError,
+    Transcript,
+    history_note,
+    summary_markdown,
+    to_meditod,
+    write_meditod,
+)
 from agent.safety import check_red_flags
 from agent.tracker import update_state
 
@@ -141,3 +151,88 @@ def test_history_note_lists_red_flags():
     assert "- **EMERGENCY** `chest_pain_with_dyspnea`:" in note
     assert "Evidence: chest pain (positive_symptom), dyspnea (positive_symptom)." in note
     assert "> Chest pain and I can't breathe." in note
+
+
+# --------------------------------------------------------------------------- the clinician's summary
+
+GI_LINES = ["I've been passing black tarry stools since yesterday", "About three times a day", "No, none of those",
+            "No", "I take ibuprofen for my knees most days", "No", "Yes, some pain in my upper tummy",
+            "I drink about six pints of beer a day"]
+
+
+@pytest.fixture(scope="module")
+def gi_session(tmp_path_factory):
+    """A live interview on the shipped default agent (clinical NLU, questionnaire with presentation plans, template
+    NLG) through the real graph: black stools, then answers to the GI-bleeding plan's questions."""
+    from graph_fixtures import default_store
+
+    with default_store(tmp_path_factory.mktemp("gi")) as store:
+        s = store.start("gi")
+        for line in GI_LINES:
+            s.send(line)
+        return s.state()
+
+
+def section(note: str, title: str) -> list[str]:
+    lines = note.splitlines()
+    start = lines.index(f"## {title}") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("## ") or lines[i] == "---")
+    return lines[start:end]
+
+
+def state_fact_texts(state: dict) -> set[str]:
+    """Every item of the state in the summary's clinician wording (``melena``, ``no hematemesis``, ``takes nsaids``)."""
+    from policies.summary import fact_text
+
+    return {fact_text(base, status, item) for base, spec in cmas.SLOTS.items() if spec.statuses
+            for status, item in cmas.slot_items(state, base)}
+
+
+def test_the_note_of_a_live_interview_has_the_clinicians_summary(gi_session):
+    st = gi_session
+    transcript = Transcript.from_session(st)
+    assert transcript.summary == st.summary and st.summary["for"] == "clinician"
+    note = history_note(transcript)
+    headings = [line for line in note.splitlines() if line.startswith("## ")]
+    assert headings[-1] == f"## {SUMMARY_TITLE}" and headings[0] == "## Red flags"  # the note's layout, then it
+    body = section(note, SUMMARY_TITLE)
+    assert "\n".join(body).strip() == summary_markdown(st.summary)
+    assert body[0].startswith("_For the clinician only") and "never said" in body[0]
+    assert "**Presentation:** GI bleeding" in body[2] and "inferred" not in body[2]  # the plan the interview followed
+    # the red-flag screen: raised, and screened with every question answered no
+    assert any(line.startswith("- **Positive** `gastrointestinal_bleeding` (EMERGENCY): ") for line in body)
+    assert "- **Negative** `syncope`: no syncope" in body
+    # the ranked considerations, each with its facts for and against: every one a fact of the final state
+    numbered = [line for line in body if line[:1].isdigit()]
+    assert [line.split("**")[1] for line in numbered] == [c["label"] for c in st.summary["considerations"]]
+    assert len(numbered) >= 3 and numbered[0] == "1. **peptic ulcer bleeding**"
+    facts = state_fact_texts(transcript.final_state())
+    cited = []
+    for line in body:
+        for side in ("   - for: ", "   - against: "):
+            if line.startswith(side) and line != side + "none heard":
+                cited += line.removeprefix(side).split("; ")
+    assert {"takes nsaids", "melena", "no hematemesis"} <= set(cited)
+    assert set(cited) <= facts, set(cited) - facts
+    assert "   - against: no hematemesis; melena" in body  # black stools argue against a Mallory-Weiss tear
+    # for the clinician only: no doctor turn says any of it, and the MediTOD export does not carry it
+    said = [t.text for t in st.doctor_turns()]
+    for text in [SUMMARY_TITLE, body[0].strip("_"), *(c["label"] for c in st.summary["considerations"])]:
+        assert not any(text.casefold() in s.casefold() for s in said), text
+    assert "considerations" not in json.dumps(to_meditod(transcript))
+
+
+def test_summary_markdown_says_inferred_and_what_the_screen_left():
+    summary = {"for": "clinician", "notice": "For the clinician only.", "plans": ["back_pain"],
+               "presentation": {"id": "back_pain", "title": "Back pain", "inferred": True},
+               "red_flag_screen": [{"rule": "cauda_equina", "result": "incomplete",
+                                    "unanswered": ["saddle anaesthesia"],
+                                    "facts": [{"slot": "symptom", "status": "negative", "value": "urinary retention",
+                                               "text": "no urinary retention"}]}],
+               "considerations": []}
+    md = summary_markdown(summary)
+    assert "**Presentation:** Back pain (inferred from the history)" in md
+    assert ("- **Incomplete** `cauda_equina`: not yet asked or answered: saddle anaesthesia (denied so far: no urinary "
+            "retention)") in md
+    assert "_None yet" in md
+    assert SUMMARY_TITLE not in history_note(Transcript("s", []))  # a dataset dialogue has no summary

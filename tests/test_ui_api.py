@@ -166,6 +166,41 @@ def test_three_turn_interview(console):
     assert listed[sid]["turns"] == 7 and listed[sid]["red_flags"] == 1 and listed[sid]["owner"] == "dr_a"
 
 
+def test_the_clinicians_summary_is_shown_each_turn_and_never_said(console):
+    """The summary the graph keeps (presentation, red-flag screen, ranked considerations with their facts) comes back
+    with every answer and in the session state; the console's panel and the note's section are one text; no doctor
+    turn says it."""
+    from agent.export import SUMMARY_TITLE, summary_markdown
+    from ui import render
+
+    url, app = console
+    c = client(url)
+    sid = c.predict(api_name="/start_session")["session_id"]
+    answers = [c.predict(sid, line, api_name="/send") for line in SCRIPT]
+    assert all(a["summary"]["for"] == "clinician" for a in answers)  # renewed at every doctor turn
+    summary = answers[-1]["summary"]
+    assert summary["presentation"]["id"] == "cough" and not summary["presentation"]["inferred"]
+    assert summary["red_flag_screen"][0] | {"message": None} == {"rule": "hemoptysis", "result": "positive",
+                                                                  "level": "urgent", "message": None, "turn": 3}
+    top = summary["considerations"][0]
+    assert top["label"] == "pulmonary neoplasm" and [f["text"] for f in top["supports"]] == ["hemoptysis", "smoking"]
+    assert not any(f["value"] == "smoking" for c_ in answers[0]["summary"]["considerations"] for f in c_["supports"])
+
+    st = c.predict(sid, api_name="/session_state")
+    assert st["summary"] == summary
+    for c_ in summary["considerations"]:  # every fact cited is an item of the patient state
+        for f in (*c_["supports"], *c_["against"]):
+            assert any(it["value"] == f["value"] for it in st["patient_state"].get(f"{f['status']}_{f['slot']}", []))
+    panel = render.clinician_summary(app.console.state(sid, "dr_a"))
+    assert panel == summary_markdown(summary) and "1. **pulmonary neoplasm**" in panel
+    assert "   - for: hemoptysis; smoking" in panel.splitlines()
+    note = c.predict(sid, "note", api_name="/export")
+    assert f"## {SUMMARY_TITLE}\n{panel}\n" in note
+    said = [t["text"].casefold() for t in st["turns"] if t["speaker"] == "doctor"]
+    for text in (SUMMARY_TITLE, summary["notice"], *(c_["label"] for c_ in summary["considerations"])):
+        assert not any(text.casefold() in s for s in said), text
+
+
 def test_review_approve_edit_and_an_invalid_edit(console):
     url, _ = console
     c = client(url)

@@ -1,8 +1,9 @@
 """The clinician console in a real browser: Debian's Chromium driven by Playwright (no browser download).
 
-One clinician's whole visit: sign in, run three turns (the state panel and the note update, the red-flag banner
-appears after "coughing up blood"), export (files served only to the logged-in user), turn review on and send an
-edited doctor turn, reload the page and find the interview resumed, open it from the sidebar, sign out.
+One clinician's whole visit: sign in, run three turns (the state panel, the clinician's summary and the note
+update, the red-flag banner appears after "coughing up blood"), export (files served only to the logged-in user),
+turn review on and send an edited doctor turn, reload the page and find the interview resumed, open it from the
+sidebar, sign out.
 Screenshots go to the test's tmp directory; ``MEDHX_UPDATE_SCREENSHOT=1`` also writes docs/console.png.
 
 Installed by ``bash .ci/install.sh --test`` (apt ``chromium``, pip ``playwright``). Under CI a missing browser fails.
@@ -129,6 +130,10 @@ def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
     smoking = panel.locator(".mhx-group[data-slot=habit] .mhx-item", has_text="smoking")
     assert "a pack a day" in smoking.inner_text() and "new this turn" in smoking.inner_text()
     assert "Social history" in page.locator("#mhx-note-box").inner_text()
+    summary = page.locator("#mhx-summary-box")  # the clinician's panel: ranked considerations, never in the chat
+    top = summary.locator("ol > li").first.inner_text()
+    assert top.startswith("pulmonary neoplasm") and "for: hemoptysis; smoking" in top
+    assert page.locator("#mhx-chat").get_by_text("pulmonary neoplasm").count() == 0
     page.locator("#mhx-timing").click()  # per-node latency, on demand
     page.locator("#mhx-timing").get_by_text("nlu").first.wait_for()
     page.screenshot(path=shots / "console.png", full_page=True)

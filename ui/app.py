@@ -2,7 +2,9 @@
 
 Layout (a clinician's cockpit): the session sidebar, module selectors and exports on the left; the conversation,
 the patient's input and the planned doctor action with its review controls in the middle; the live patient-state
-panel and history note on the right; the red-flag banner across the top the moment a rule fires.
+panel, the clinician's summary (presentation, red-flag screen, ranked considerations with the facts for and against
+each: for the clinician, never said to the patient) and the history note on the right; the red-flag banner across
+the top the moment a rule fires.
 
 Every handler catches what can go wrong and says it in words in the status line (:func:`ui.console.user_message`);
 the session is in the store after every finished graph node, so an error never loses it. The same operations are
@@ -41,6 +43,7 @@ APP_CSS = render.CSS + """
 #mhx-header .who a { margin-left: 0.6rem; }
 #mhx-disclaimer { font-size: 0.78rem; color: #667085; margin: 0 0.2rem; }
 #mhx-state-box, #mhx-note-box { max-height: 34rem; overflow-y: auto; }
+#mhx-summary-box { max-height: 28rem; overflow-y: auto; font-size: 0.9rem; }
 #mhx-note-box h1 { font-size: 1.05rem; } #mhx-note-box h2 { font-size: 0.92rem; margin: 0.7rem 0 0.2rem; }
 """
 
@@ -136,11 +139,14 @@ def build_blocks(console: Console) -> gr.Blocks:
             with gr.Column(scale=4, min_width=320):
                 gr.Markdown("### Patient state")
                 state_box = gr.HTML(render.state_panel({}), elem_id="mhx-state-box")
+                with gr.Accordion("Clinician's summary (not shared with the patient)", open=True,
+                                  elem_id="mhx-summary"):
+                    summary_md = gr.Markdown(render.clinician_summary(None), elem_id="mhx-summary-box")
                 note = gr.Markdown(render.history_note(None), elem_id="mhx-note-box")
 
         review_buttons = (approve_btn, edit_btn, replace_btn, patch_btn)
-        view_outputs = [sid_state, last_sid, sessions, chat, banner, state_box, note, timing, action_title, actions,
-                        utterance, state_patch, review_md, status, review_controls]
+        view_outputs = [sid_state, last_sid, sessions, chat, banner, state_box, summary_md, note, timing, action_title,
+                        actions, utterance, state_patch, review_md, status, review_controls]
 
         # ------------------------------------------------------------------------------------------ views
 
@@ -168,6 +174,7 @@ def build_blocks(console: Console) -> gr.Blocks:
             before = render.state_before_last_turn(st) if st else {}
             patient_state = st.patient_state if st else {}
             out[state_box] = render.state_panel(patient_state, render.changed_items(before, patient_state), before)
+            out[summary_md] = render.clinician_summary(st)
             out[note] = render.history_note(st)
             out[timing] = render.latency_table(st.turns if st else [])
             out[review_md] = render.review_log(st)
@@ -501,7 +508,7 @@ def add_api(console: Console) -> None:
              request: gr.Request = None) -> dict:
         """One patient turn, run by ``preset`` (default: the console's) with ``adapters`` (JSON, role -> served
         LoRA adapter or null) and review on or off; returns the doctor's answer (None while it awaits review), the
-        graph nodes that ran, red flags and timings."""
+        graph nodes that ran, red flags, timings and the clinician's summary (for the clinician: never said)."""
         user = who(request, console)
         try:
             run = console.begin_turn(variant(preset, review, adapters), session_id, user, text)
@@ -514,7 +521,8 @@ def add_api(console: Console) -> None:
             doctor = last.speaker == "doctor"
             return {"doctor": last.text if doctor and waiting != "review" else None,
                     "waiting_for": waiting, "nodes": nodes, "red_flags": st.red_flags,
-                    "latency": last.latency if doctor else {}, "problems": render.turn_problems(st) if doctor else ""}
+                    "latency": last.latency if doctor else {}, "problems": render.turn_problems(st) if doctor else "",
+                    "summary": st.summary}
         except Exception as exc:
             raise fail(exc) from None
 
@@ -538,7 +546,7 @@ def add_api(console: Console) -> None:
             raise fail(exc) from None
 
     def session_state(session_id: str, request: gr.Request = None) -> dict:
-        """The whole stored session (turns, patient state, red flags, review decisions)."""
+        """The whole stored session (turns, patient state, red flags, the clinician's summary, review decisions)."""
         try:
             return console.state(session_id, who(request, console)).model_dump(mode="json")
         except Exception as exc:

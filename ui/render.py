@@ -1,5 +1,6 @@
 """What the console shows, as HTML / markdown strings: the patient-state panel, the red-flag banner, the
-conversation, the history note (screen and printable), timings, review records and the session list.
+conversation, the clinician's summary, the history note (screen and printable), timings, review records and the
+session list.
 
 Pure functions of the session state (no Gradio), so they are tested and reused without a browser. Every string
 that came from the patient or a model is escaped. Status is shown by colour *and* by its word, so it reads in
@@ -15,7 +16,7 @@ from datetime import datetime
 from markdown_it import MarkdownIt
 
 from agent import cmas
-from agent.export import export_session
+from agent.export import export_session, summary_markdown
 from agent.graph_state import InterviewState, Turn
 from agent.safety import LEVELS
 from agent.sessions import SessionInfo
@@ -275,7 +276,17 @@ def status_html(text: str, kind: str = "info") -> str:
     return f'<div class="mhx-status {esc(kind)}" role="status">{esc(text)}</div>' if text else ""
 
 
-# --------------------------------------------------------------------------- history note
+# --------------------------------------------------------------------------- clinician's summary and history note
+
+
+def clinician_summary(st: InterviewState | None) -> str:
+    """The clinician's summary of the interview (``InterviewState.summary``, renewed at every doctor turn) as markdown:
+    the same text as the history note's section (:func:`agent.export.summary_markdown`). For the clinician's panel
+    only; it is never part of what the patient is told."""
+    if st is None:
+        return "_Open an interview to see the clinician's summary._"
+    return summary_markdown(st.summary)
+
 
 
 def history_note(st: InterviewState | None) -> str:

@@ -476,18 +476,27 @@ class QuestionnairePolicy:
             if item is not first[0]:
                 for q in self._characterise(plan, item, secondary=True):
                     yield Candidate("hpi", q)
-        for i, group in enumerate(plan.associated):
-            for a in group.ask:
+        systems = dict.fromkeys(g.system for g in plan.associated)
+        for system in systems:  # a system's groups pack together, up to three items a turn, then their one checks
+            asks = [a for g in plan.associated if g.system == system for a in g.ask]
+            for a in asks:
                 if (q := self._ask(state, a)) is not None:
-                    yield Candidate("associated_symptoms", q, f"group:{i}")
-            for a in group.ask:
+                    yield Candidate("associated_symptoms", q, f"group:{system}")
+            for a in asks:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("associated_symptoms", q)
-        for a in plan.risk_factors:
-            if (q := self._ask(state, a)) is not None:
-                yield Candidate("risk_factors", q, f"risk:{a.base}")
-            if a.check is not None and (found := self._decisive_record(state, a)) is not None:
-                yield Candidate("risk_factors", found)
+        general = [q for g in self.config.after_plan or [] for q in g]
+        for base in dict.fromkeys(a.base for a in plan.risk_factors):  # one slot type's items pack together
+            risks = [a for a in plan.risk_factors if a.base == base]
+            for a in risks:
+                if (q := self._ask(state, a)) is not None:
+                    yield Candidate("risk_factors", q, f"risk:{base}")
+            for q in general:  # a record's general questions join it ("how old are you? and your sex?"); the open
+                if q.base == base and base in cmas.RECORD_SLOTS:  # "any other conditions?" keeps its own turn
+                    yield Candidate("risk_factors", q, f"risk:{base}")
+            for a in risks:
+                if a.check is not None and (found := self._decisive_record(state, a)) is not None:
+                    yield Candidate("risk_factors", found)
 
     def _decisive_record(self, state: dict, a: Ask) -> Question | None:
         from agent.ontology import find_item

@@ -16,7 +16,7 @@ from agent.ontology import find_item
 from agent.tracker import update_state
 from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
-from policies.questions import answered, questions_of, to_actions
+from policies.questions import Question, answered, questions_of, to_actions
 from policies.template_nlg import TemplateNLG
 
 PLANS = default_plans()
@@ -221,6 +221,35 @@ def test_config_plans_switch(tmp_path):
         load_questionnaire_config(cfg)
     cfg.write_text("hpi: {checks: [onset]}\nplan: plans\n")
     with pytest.raises(QuestionnaireConfigError, match="plan"):
+        load_questionnaire_config(cfg)
+
+
+def test_after_a_plan_only_the_general_history_groups_follow(with_plans, without_plans):
+    """With a plan, the configured sections shrink to ``after_plan`` (a group a turn; a record's general questions
+    join the plan's risk factors of that record); the review of systems keeps every section."""
+    general = {(q.base, q.value) for g in with_plans.config.after_plan for q in g}
+    sections = {(q.base, q.value) for sec in with_plans.config.sections for q in sec.ask}
+    assert general < sections
+    state, past, stages, _ = interview(with_plans, denies, {"positive_symptom": [{"value": "melena"}]})
+    asked = {(q.base, q.value) for turn in past for q in questions_of(turn)}
+    # each general question asked, or answered by what the plan asked ("any other conditions?" after its own)
+    assert all(x in asked or answered(state, Question(*x), with_plans.vocab) for x in general)
+    assert not (sections - general) & asked - {(a.base, a.value) for a in PLANS["gi_bleeding"].risk_factors}
+    assert stages.count("general_history") <= len(with_plans.config.after_plan)
+    _, past, _, _ = interview(without_plans, denies, {"positive_symptom": [{"value": "melena"}]})
+    assert sections <= {(q.base, q.value) for turn in past for q in questions_of(turn)}
+
+
+@pytest.mark.parametrize("after, message", [
+    ("after_plan: [[{habit: skydiving}]]", "after_plan.0.0"),
+    ("after_plan: [[{habit: smoking}, {habit: alcohol abuse}, {travel: other}, {occupation: other}]]", "groups"),
+    ("after_plan: {habit: smoking}", "groups"),
+])
+def test_a_bad_after_plan_fails_with_its_key(tmp_path, after, message):
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text("hpi: {checks: [onset]}\nsections:\n  habits:\n    ask: [{habit: smoking}, {habit: alcohol abuse}]\n"
+                   "  social:\n    ask: [{travel: other}, {occupation: other}]\n" + after + "\n")
+    with pytest.raises(QuestionnaireConfigError, match=message):
         load_questionnaire_config(cfg)
 
 

@@ -97,8 +97,10 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
         positives = [it for s, it in items if s == "positive"]
         return bool(positives) and (q.check is None or all(_has(it, q.base, q.check) for it in positives))
     if value in cmas.OPEN_VALUES:
-        # "any other conditions / medications?": answered once the slot holds anything
-        return any(q.check in (None, "value", "status") or _has(it, q.base, q.check) for _, it in items)
+        # "any other conditions / medications?": answered once the patient has told of one, never by denials of the
+        # specific items asked before it (a patient who takes no NSAIDs may still take three other medicines)
+        return any(s in ("positive", "avail") and (q.check in (None, "value", "status") or _has(it, q.base, q.check))
+                   for s, it in items)
     found = find_item(state, q.base, q.value, vocab)
     if found is None:
         return False

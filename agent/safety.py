@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -57,8 +58,9 @@ class Condition:
     slot: str
     values: tuple[str, ...]
     status: tuple[str, ...] = ("positive",)
-    location: tuple[str, ...] = ()
+    location: tuple[str, ...] = ()  # places, matched as whole words (:func:`located`)
     min_severity: float | None = None
+    level: str | None = None  # an ``any_of`` condition that raises the rule above its level when it holds
 
 
 @dataclass(frozen=True)
@@ -117,10 +119,12 @@ class RuleSet:
         return refs, (self.encoder or default_encoder()).embed_references([d for _, d in rows])
 
 
-def _condition(raw: object, where: str, vocab: Vocabulary) -> Condition:
+def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | None = None) -> Condition:
+    """One condition; ``rule_level``: the rule's level where the condition is an ``any_of`` one (the only place a
+    condition may carry a ``level``, above the rule's)."""
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
-    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity"}:
+    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "level"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -140,7 +144,16 @@ def _condition(raw: object, where: str, vocab: Vocabulary) -> Condition:
     sev = raw.get("min_severity")
     if sev is not None and not isinstance(sev, int | float):
         raise RuleError(f"{where}: min_severity must be a number")
-    return Condition(slot, tuple(values), tuple(status), tuple(raw.get("location") or ()), sev)
+    location = raw.get("location") or []
+    if not isinstance(location, list) or not all(isinstance(x, str) and x.strip() for x in location):
+        raise RuleError(f"{where}: 'location' must be a list of place names")
+    level = raw.get("level")
+    if level is not None:
+        if rule_level is None:
+            raise RuleError(f"{where}: 'level' belongs to an any_of condition (the level the rule rises to with it)")
+        if level not in RULE_LEVELS or RULE_LEVELS.index(level) >= RULE_LEVELS.index(rule_level):
+            raise RuleError(f"{where}: level {level!r} must be a level above the rule's ({rule_level!r})")
+    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, level)
 
 
 def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None) -> RuleSet:
@@ -166,7 +179,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if level not in RULE_LEVELS:
             raise RuleError(f"{where}: level {level!r} is not one of {RULE_LEVELS}")
         all_of = tuple(_condition(c, f"{where}.all_of.{j}", vocab) for j, c in enumerate(r.get("all_of") or []))
-        any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab) for j, c in enumerate(r.get("any_of") or []))
+        any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab, level) for j, c in enumerate(r.get("any_of") or []))
         if not all_of and not any_of:
             raise RuleError(f"{where}: a rule needs 'all_of' or 'any_of'")
         phrases = _texts(r.get("phrases"), f"{where}: 'phrases'")
@@ -214,11 +227,47 @@ def _severity(item: dict) -> float | None:
     return float(m.group()) if m else None
 
 
+_SIDE_SUFFIX = re.compile(r"\s*\((l|r)\)$")
+_FILLER = re.compile(r"\b(?:the|my|his|her|their|your|a)\b")
+_POSITIONS = frozenset("back front top bottom side base tip middle centre center inside outside underside edge "
+                       "part area region structure upper lower".split())
+"""Words that say where on a place, not which place: in ``back of the head`` only the head is a place."""
+
+
+def _place_text(location: str) -> str:
+    """A location as words: case-folded, ``knee(L)`` as ``left knee``, hyphens as spaces, no articles."""
+    text = " ".join(location.casefold().replace("-", " ").split())
+    if m := _SIDE_SUFFIX.search(text):
+        text = f"{'left' if m.group(1) == 'l' else 'right'} {text[:m.start()]}"
+    return " ".join(_FILLER.sub(" ", text).split())
+
+
+def _places(location: str) -> list[str]:
+    """The places a location names: in ``<part> of <place>`` each part except a bare position (``back``, ``side``,
+    ``structure``), so ``back of the head`` is the head, ``structure of calf of leg`` the calf and the leg and
+    ``left side of the body`` the left side and the body."""
+    parts = _place_text(location).split(" of ")
+    return [p for p in parts[:-1] if p and not set(p.split()) <= _POSITIONS] + [parts[-1]]
+
+
+def located(wanted: Iterable[str], locations: Iterable[str]) -> bool:
+    """Whether a location is at one of the ``wanted`` places: a place name matches a location that names it as whole
+    words (``arm``: the ``left arm``, not the ``armpit`` nor the ``forearm``; ``side``: not ``inside``), one way only
+    (a rule's ``left leg`` is not any ``leg``), and never through a position (``back`` of the head)."""
+    wants = [w for w in (_place_text(x) for x in wanted) if w]
+    for loc in locations:
+        if not isinstance(loc, str):
+            continue
+        whole, places = _place_text(loc), _places(loc)
+        for want in wants:
+            pattern = re.compile(rf"(?<!\w){re.escape(want)}(?!\w)")
+            if want == whole or any(pattern.search(p) for p in places):
+                return True
+    return False
+
+
 def _located(cond: Condition, item: dict) -> bool:
-    if not cond.location:
-        return True
-    places = [str(x).lower() for x in item.get("location") or []]
-    return any(want in place or place in want for want in cond.location for place in places)
+    return not cond.location or located(cond.location, item.get("location") or [])
 
 
 def _matches(state: dict, cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict]:
@@ -241,39 +290,45 @@ def _matches(state: dict, cond: Condition, vocab: Vocabulary, statuses: tuple[st
     return evidence
 
 
-def _rule_evidence(rule: Rule, state: dict, vocab: Vocabulary, uncertain: bool) -> list[dict] | None:
-    """The evidence for ``rule`` in ``state`` (None: it does not fire). ``uncertain``: items the patient was unsure
-    about (status unknown) count as well as positive ones."""
+def _rule_evidence(rule: Rule, state: dict, vocab: Vocabulary, uncertain: bool) -> tuple[list[dict], str] | None:
+    """The evidence for ``rule`` in ``state`` and the level it reaches (None: it does not fire): the rule's level,
+    or the most severe ``level`` of the ``any_of`` conditions that hold. ``uncertain``: items the patient was unsure
+    about (status unknown) count as well as positive ones. An item that meets two conditions is cited once."""
     def found(cond: Condition) -> list[dict]:
         statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
         return _matches(state, cond, vocab, statuses)
 
     evidence: list[dict] = []
+    level = rule.level
     for cond in rule.all_of:
         got = found(cond)
         if not got:
             return None
         evidence.extend(got)
     if rule.any_of:
-        got = [e for cond in rule.any_of for e in found(cond)]
-        if not got:
+        held = [(cond, got) for cond in rule.any_of if (got := found(cond))]
+        if not held:
             return None
-        evidence.extend(got)
-    return evidence
+        evidence.extend(e for _, got in held for e in got)
+        level = min((c.level or rule.level for c, _ in held), key=LEVELS.index)
+    unique = [e for i, e in enumerate(evidence) if e not in evidence[:i]]
+    return unique, level
 
 
 def check_red_flags(state: dict, rules: RuleSet | None = None) -> list[RedFlag]:
-    """The rules the state satisfies, in rule order, each with its evidence. A rule satisfied only with items the
-    patient was unsure about ("not sure if I passed out") is raised as ``possible`` (at its own level when a hedge
-    keeps the level: self-harm, suicide)."""
+    """The rules the state satisfies, in rule order, each with its evidence, at the rule's level or the level an
+    ``any_of`` condition that holds raises it to (suspected DKA). A rule satisfied only with items the patient was
+    unsure about ("not sure if I passed out") is raised as ``possible`` (at its own level when a hedge keeps the
+    level: self-harm, suicide)."""
     rules = rules or default_rules()
     flags = []
     for rule in rules.rules:
-        evidence = _rule_evidence(rule, state, rules.vocab, uncertain=False)
-        if evidence is not None:
-            flags.append(RedFlag(rule.id, rule.message, rule.level, evidence))
-        elif (evidence := _rule_evidence(rule, state, rules.vocab, uncertain=True)) is not None:
-            flags.append(RedFlag(rule.id, rule.message, rule.level if rule.hedge_keeps_level else "possible", evidence))
+        if (found := _rule_evidence(rule, state, rules.vocab, uncertain=False)) is not None:
+            evidence, level = found
+            flags.append(RedFlag(rule.id, rule.message, level, evidence))
+        elif (found := _rule_evidence(rule, state, rules.vocab, uncertain=True)) is not None:
+            evidence, level = found
+            flags.append(RedFlag(rule.id, rule.message, level if rule.hedge_keeps_level else "possible", evidence))
     return flags
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from agent.data import load_dialogues
 from agent.ontology import default_vocabulary
@@ -60,7 +61,7 @@ def test_dataset_spellings_match_rules_written_with_ontology_codes(rules):
 def test_single_symptom_flags(rules):
     assert ids({"positive_symptom": [{"value": "hemoptysis"}]}, rules) == ["hemoptysis"]
     assert ids({"positive_symptom": [{"value": "suicidal ideation"}]}, rules) == ["suicidal_ideation"]
-    assert ids({"positive_medical_history": [{"value": "self-harm"}]}, rules) == ["self_harm"]
+    assert ids({"positive_symptom": [{"value": "self-harm"}]}, rules) == ["self_harm"]
     assert ids({"positive_symptom": [{"value": "stridor"}]}, rules) == ["stridor_or_choking"]
     assert ids({"positive_symptom": [{"value": "melena"}]}, rules) == ["gastrointestinal_bleeding"]
     assert ids({"positive_symptom": [{"value": "seizure"}]}, rules) == ["seizure"]
@@ -97,6 +98,131 @@ def test_flag_appears_when_the_state_evolves_into_it(rules):
     assert ids(state, rules) == ["chest_pain_with_dyspnea"]
 
 
+
+# --------------------------------------------------------------------------- rule quality as a clinician reads it
+# Each defect class of the state rules (issue 17 follow-up): a state that must raise the rule and one that must not.
+
+
+def symptoms(*items: str | tuple[str, list[str]], **other: list[str]) -> dict:
+    """A state of positive symptoms (a value, or (value, locations)) and other positive slots by type."""
+    state = {"positive_symptom": [{"value": i} if isinstance(i, str) else {"value": i[0], "location": i[1]}
+                                  for i in items]}
+    for slot, values in other.items():
+        state[f"positive_{slot}"] = [{"value": v} for v in values]
+    return state
+
+
+def located_rules(tmp_path, *places: str):
+    """A rule file with one rule per place: a pain at that place."""
+    rules = [{"id": f"at_{i}", "message": "m", "any_of": [{"slot": "symptom", "values": ["pain"], "location": [p]}]}
+             for i, p in enumerate(places)]
+    path = tmp_path / "located.yaml"
+    path.write_text(yaml.safe_dump({"rules": rules}))
+    return load_rules(path)
+
+
+@pytest.mark.parametrize(("place", "location", "at"), [
+    ("arm", "left arm", True),  # a side kept: the left arm is an arm
+    ("arm", "arm(L)", True),
+    ("left knee", "knee(L)", True),
+    ("arm", "forearm", False),  # whole words: a forearm is named by the rule where it is meant
+    ("arm", "armpit", False),
+    ("side", "inside of the mouth", False),
+    ("side", "left side", True),
+    ("back", "back of the head", False),  # in '<position> of <place>' only the place counts
+    ("head", "back of the head", True),
+    ("back", "lower back", True),
+    ("calf", "structure of calf of leg", True),  # a body part before 'of' still counts
+    ("leg", "structure of calf of leg", True),
+    ("left side", "left side of the body", True),
+    ("left leg", "leg", False),  # one way: a rule's sided place needs the side
+    ("upper extremity", "left upper extremity", True),
+])
+def test_a_rule_place_matches_a_location_that_names_it_as_whole_words(tmp_path, place, location, at):
+    rules = located_rules(tmp_path, place)
+    assert bool(ids(symptoms(("pain", [location])), rules)) is at
+
+
+def test_acute_coronary_syndrome_reads_the_nlu_place_of_an_arm(rules):
+    # the NLU lexicon writes "arm" as "upper extremity": chest pain going down the arm
+    assert "acute_coronary_syndrome" in ids(symptoms("chest pain", ("pain", ["upper extremity"])), rules)
+    assert "acute_coronary_syndrome" in ids(symptoms(("chest pain", ["upper extremity"])), rules)
+    assert "acute_coronary_syndrome" in ids(symptoms(("pain", ["chest", "left arm"])), rules)
+    assert "acute_coronary_syndrome" in ids(symptoms("chest pain", ("pain", ["back of the neck"])), rules)
+    assert "acute_coronary_syndrome" in ids(symptoms("chest pain", ("pain", ["left forearm"])), rules)
+    # a headache at the back of the head is not pain going through to the back
+    assert "acute_coronary_syndrome" not in ids(symptoms("chest pain", ("pain", ["back of the head"])), rules)
+    assert "acute_coronary_syndrome" not in ids(symptoms("chest pain", ("pain", ["armpit"])), rules)
+
+
+def test_stroke_signs_need_one_side_not_any_limb(rules):
+    assert "stroke_signs" in ids(symptoms(("weak limbs", ["left side"])), rules)
+    assert "stroke_signs" in ids(symptoms(("paresthesia", ["right arm"])), rules)
+    assert "stroke_signs" in ids(symptoms(("weak limbs", ["left side of the body"])), rules)
+    assert "stroke_signs" not in ids(symptoms(("weak limbs", ["leg"])), rules)  # weak legs, side unknown
+    assert "stroke_signs" not in ids(symptoms(("paresthesia", ["inside of the mouth"])), rules)
+
+
+def test_pulmonary_embolism_needs_a_clot_feature_not_any_swollen_legs(rules):
+    # heart failure: breathless with swollen legs (both, or side unknown) or ankles
+    assert "pulmonary_embolism" not in ids(symptoms("dyspnea", ("swelling", ["leg"])), rules)
+    assert "pulmonary_embolism" not in ids(symptoms("dyspnea", ("edema", ["ankle"])), rules)
+    assert "pulmonary_embolism" not in ids(symptoms("dyspnea", ("pain", ["leg"])), rules)
+    # a breathless smoker coughing blood: the haemoptysis flag, not a clot (card resp-hemoptysis-smoker)
+    assert ids(symptoms("dyspnea", "hemoptysis"), rules) == ["hemoptysis"]
+    # NICE CKS: one swollen or painful leg / calf, recent surgery or immobility, a previous PE
+    assert "pulmonary_embolism" in ids(symptoms("dyspnea", ("swelling", ["structure of calf of leg"])), rules)
+    assert "pulmonary_embolism" in ids(symptoms("dyspnea", ("pain", ["left leg"])), rules)
+    assert "pulmonary_embolism" in ids(symptoms("dyspnea", medical_history=["operative surgical procedures"]), rules)
+    assert "pulmonary_embolism" in ids(symptoms("dyspnea", medical_history=["server immobility"]), rules)
+    assert "pulmonary_embolism" in ids(symptoms("dyspnea", medical_history=["pulmonary embolism"]), rules)
+
+
+def test_hyperglycaemia_needs_more_than_polyuria_and_dka_is_an_emergency(rules):
+    assert "hyperglycaemia" not in ids(symptoms("polyuria"), rules)
+    assert "hyperglycaemia" not in ids(symptoms("polydipsia"), rules)
+    assert "hyperglycaemia" not in ids(symptoms("polyuria", "fatigue"), rules)
+    # osmotic symptoms with weight loss or known diabetes: see a clinician today
+    assert ("hyperglycaemia", "urgent") in levels(symptoms("polyuria", "polydipsia", "unexplained weight loss"), rules)
+    assert ("hyperglycaemia", "urgent") in levels(symptoms("polydipsia", medical_history=["diabetes mellitus"]), rules)
+    assert ("hyperglycaemia", "urgent") in levels(symptoms("polyuria", medication=["insulin"]), rules)
+    # suspected DKA (NICE NG17/NG18): vomiting, abdominal pain or drowsiness with them is an emergency
+    assert ("hyperglycaemia", "emergency") in levels(symptoms("polyuria", "polydipsia", "vomiting"), rules)
+    assert ("hyperglycaemia", "emergency") in levels(symptoms("polydipsia", "confusion"), rules)
+    assert ("hyperglycaemia", "emergency") in levels(
+        symptoms("polyuria", ("pain", ["abdomen"]), medical_history=["diabetes mellitus"]), rules)
+    # unsure about the vomiting: the clinician sees it as possible
+    unsure = {"positive_symptom": [{"value": "polyuria"}], "unknown_symptom": [{"value": "vomiting"}]}
+    assert ("hyperglycaemia", "possible") in levels(unsure, rules)
+
+
+def test_meningism_needs_neck_stiffness_a_rash_or_fever_with_headache(rules):
+    assert "meningism" not in ids(symptoms("photophobia", "headache"), rules)  # migraine
+    assert "meningism" not in ids(symptoms("photophobia", "vomiting"), rules)
+    assert "meningism" not in ids(symptoms("fever", "headache"), rules)  # a flu
+    assert "meningism" not in ids(symptoms("neck stiffness"), rules)
+    assert "meningism" not in ids(symptoms("photophobia", "fever"), rules)
+    assert "meningism" in ids(symptoms("neck stiffness", "fever"), rules)
+    assert "meningism" in ids(symptoms("neck stiffness", "headache"), rules)
+    assert "meningism" in ids(symptoms("fever", "headache", "photophobia"), rules)
+    assert "meningism" in ids(symptoms("non-blanching rash", "fever"), rules)
+
+
+def test_a_past_item_alone_raises_no_emergency_a_present_one_does(rules):
+    for past in ("self-harm", "suicidal ideation"):
+        assert ids(symptoms(medical_history=[past]), rules) == [], past
+    assert ids(symptoms(medical_history=["anaphylaxis"]), rules) == []  # an allergy history, no reaction now
+    assert levels(symptoms("suicidal ideation"), rules) == [("suicidal_ideation", "emergency")]
+    assert levels(symptoms("self-harm"), rules) == [("self_harm", "emergency")]
+    assert levels(symptoms("angioedema"), rules) == [("anaphylaxis", "emergency")]
+    # a hedge keeps the level for self-harm and suicide; the past episode joins the evidence of a present one
+    hedged = {"unknown_symptom": [{"value": "suicidal ideation"}]}
+    assert levels(hedged, rules) == [("suicidal_ideation", "emergency")]
+    flag = check_red_flags(symptoms("self-harm", medical_history=["self-harm"]), rules)[0]
+    assert flag.evidence == [{"slot": "positive_symptom", "value": "self-harm"},
+                             {"slot": "positive_medical_history", "value": "self-harm"}]
+
+
 def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
     vocab = default_vocabulary()
     for rule in rules.rules:
@@ -119,6 +245,12 @@ def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
          " {id: a, message: m, any_of: [{slot: symptom, values: [fever]}]}]", "unique"),
         ("rules: [{id: a, message: m, level: low, any_of: [{slot: symptom, values: [fever]}]}]", "level 'low'"),
         ("rules: [{id: a, message: m, any_of: [{slot: symptom, value: [fever]}]}]", "unknown keys"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [pain], location: arm}]}]",
+         "'location' must be a list"),
+        ("rules: [{id: a, message: m, all_of: [{slot: symptom, values: [fever], level: emergency}]}]",
+         "'level' belongs to an any_of condition"),
+        ("rules: [{id: a, message: m, level: emergency, any_of: [{slot: symptom, values: [fever], level: urgent}]}]",
+         "level 'urgent' must be a level above the rule's"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):

@@ -244,18 +244,21 @@ class Nodes:
         return {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
 
     def _new_flags(self, s: InterviewState, state: dict, turn: int, said: str = "") -> list[dict]:
-        """Rules that fire now, on the state or on the patient's words, and had not fired before in this session
-        (each is raised once)."""
+        """Rules that fire now, on the state or on the patient's words, and had not fired before in this session at
+        this level or a more severe one: each is raised once, and again when it becomes more severe (a hyperglycaemia
+        raised as urgent from thirst is raised again as an emergency when vomiting makes it a suspected DKA)."""
         if self.agent.red_flag_rules is None:
             return []
-        seen = {f["id"] for f in s.red_flags}
+        seen: dict[str, int] = {}
+        for f in s.red_flags:
+            seen[f["id"]] = min(seen.get(f["id"], 9), _severity(f))
         fired = _check_red_flags(self.agent, state)
         earlier = [t.text for t in s.turns[:turn] if t.speaker == "patient"]
         fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules,
                                                              opening=bool(said) and is_opening(earlier))]
         out: dict[str, dict] = {}
         for f in fired:
-            if f["id"] not in seen and f["id"] not in out:
+            if _severity(f) < seen.get(f["id"], 9) and (f["id"] not in out or _severity(f) < _severity(out[f["id"]])):
                 out[f["id"]] = {**f, "turn": turn}
         return list(out.values())
 
@@ -381,6 +384,11 @@ class Nodes:
         summary = clinician_summary(s.patient_state, self.agent.summary_plans(), used, s.red_flags)
         return {"turns": _dump(turns), "pending": Pending().model_dump(mode="json"), "status": status,
                 "summary": summary}
+
+
+def _severity(flag: dict) -> int:
+    """A flag's place in :data:`agent.safety.LEVELS` (0: emergency); an unknown level sorts last."""
+    return safety.LEVELS.index(flag["level"]) if flag.get("level") in safety.LEVELS else len(safety.LEVELS)
 
 
 def _escalation(flags: list[dict]) -> str | None:

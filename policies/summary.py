@@ -166,9 +166,12 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
     """Each rule the plans screen, and every rule raised: ``positive`` (raised in the session), ``negative`` (every
     screen question of the rule answered no) or ``incomplete`` (with the items still unanswered)."""
     out: dict[str, dict] = {}
-    for f in raised:
+    def severity(level: object) -> int:
+        return LEVELS.index(level) if level in LEVELS else len(LEVELS)
+
+    for f in raised:  # a rule raised again at a more severe level shows at that level
         rid = f.get("id")
-        if isinstance(rid, str) and rid not in out:
+        if isinstance(rid, str) and (rid not in out or severity(f.get("level")) < severity(out[rid]["level"])):
             out[rid] = {"rule": rid, "result": "positive", "level": f.get("level"), "message": f.get("message"),
                         "turn": f.get("turn")}
     for plan in plans:

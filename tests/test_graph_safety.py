@@ -119,3 +119,30 @@ def test_an_utterance_presenting_the_agent_as_a_clinician_is_never_spoken(tmp_pa
     assert doctor and all("as your doctor" not in t.text.lower() for t in doctor)
     guarded = doctor[-1].meta["nlg_guard"]  # recorded, not silently dropped
     assert guarded["reason"] == "presented the agent as a clinician" and "As your doctor" in guarded["rejected_text"]
+
+
+def test_a_flag_is_raised_again_when_it_becomes_more_severe(tmp_path):
+    """Thirst and passing a lot of urine with diabetes is urgent; vomiting later makes it a suspected DKA: the same
+    rule is raised again as an emergency (once), so the patient hears the emergency message."""
+    said = {
+        "I'm diabetic and lately I've been drinking a lot and passing a lot of water.": [{"intent": "inform", "slots": {
+            "positive_symptom": [{"value": "polydipsia"}, {"value": "polyuria"}],
+            "positive_medical_history": [{"value": "diabetes mellitus"}]}}],
+        "Since this morning I keep being sick.": [{"intent": "inform", "slots": {
+            "positive_symptom": [{"value": "vomiting"}]}}],
+        "No.": [{"intent": "inform", "slots": {"negative_symptom": [{"value": "fever"}]}}],
+    }
+    utts = [Utterance("patient", i, text, nlu=nlu) for i, (text, nlu) in enumerate(said.items())]
+    a = Agent(nlu=GoldNLU([Dialogue("dka", utts)]), dst=RuleTracker(), policy=make_questionnaire({}),
+              nlg=make_template_nlg({}), red_flag_rules=load_rules(REPO / "configs" / "red_flags.yaml"))
+    with SessionStore({"session": {"dir": str(tmp_path)}}, agent=a) as store:
+        s = store.start("dka")
+        texts = list(said)
+        s.send(texts[0])
+        first = [(f["id"], f["level"]) for f in s.state().red_flags if f["id"] == "hyperglycaemia"]
+        assert first == [("hyperglycaemia", "urgent")]
+        d2 = s.send(texts[1])
+        levels = [(f["level"], f["turn"]) for f in s.state().red_flags if f["id"] == "hyperglycaemia"]
+        assert levels == [("urgent", 1), ("emergency", 3)] and "escalation" in d2.meta
+        s.send(texts[2])
+        assert len([f for f in s.state().red_flags if f["id"] == "hyperglycaemia"]) == 2  # not again at that level

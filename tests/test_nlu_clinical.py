@@ -178,3 +178,18 @@ def test_a_statement_denying_something_else_is_no_no_to_the_question(nlu):
     assert values(got, "negative_habit") == {"smoking"}
     assert values(slots(nlu.frames("No, nothing like that.", asked)), "negative_symptom") == {"palpitations",
                                                                                               "slurred speech"}
+
+
+def test_a_reply_that_puts_the_asked_symptom_elsewhere_does_not_place_it_there(nlu):
+    """"Any pain in your testicles?" "Not there, but my tummy aches": the pain is the patient's, not at the asked
+    place (it raised a testicular-torsion emergency before); a yes or a bare no still answers for the asked place."""
+    asked = [{"action": "inquire", "symptom": [{"value": "fever"}, {"value": "pain", "checks": [
+        {"type": "location", "values": ["testicles"]}]}]}]
+    s = slots(nlu.frames("No fever. Not in that spot, but I've been getting an ache in my stomach.", asked))
+    assert all("testicles" not in (it.get("location") or []) for it in s.get("positive_symptom") or [])
+    assert values(s, "negative_symptom") == {"fever"}
+    s = slots(nlu.frames("No, it's somewhere else, in my ear.", asked))
+    assert all("testicles" not in (it.get("location") or []) for it in s.get("positive_symptom") or [])
+    assert item(slots(nlu.frames("Yes, I've had pain there.", asked)), "positive_symptom", "pain")["location"] == [
+        "testicles"]
+    assert {"value": "pain", "location": ["testicles"]} in slots(nlu.frames("No.", asked))["negative_symptom"]

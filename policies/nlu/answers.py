@@ -48,6 +48,10 @@ def state_status(state: dict, base: str, value: str) -> str | None:
 _ANSWER_WORD = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*(?:yes|yeah|yep|yup|yea|no|nope|nah|not really|uh-huh|"
                           r"sure|correct|absolutely|definitely|of course)\b", re.I)
 _REFERS_BACK = re.compile(r"\b(?:it|that|them|those|this|these)\b", re.I)
+_ELSEWHERE = re.compile(r"\b(?:not (?:there|here|in (?:that|this|the same) (?:spot|place|area|part|bit))|"
+                        r"somewhere else|elsewhere|(?:only|just) in my)\b", re.I)
+"""A reply that puts the asked symptom somewhere else ("not there, but I've an ache in my tummy"): the asked place is
+not where it is."""
 
 
 class AnswerReader:
@@ -106,9 +110,10 @@ class AnswerReader:
                             item["respone_to"] = topic
                 continue
             if (base, value) in named:
-                # the patient named it: the mention's status stands; the asked check values still apply
+                # the patient named it: the mention's status stands; the asked check values still apply, unless the
+                # reply places it elsewhere ("any pain in your testicles?" "Not there, but my belly hurts")
                 for (name, v), item in frame.items.items():
-                    if v == value and name.endswith(base):
+                    if v == value and name.endswith(base) and not self.elsewhere(item, checks, text):
                         self.check_values(item, checks, base)
                 continue
             if named:
@@ -183,6 +188,16 @@ class AnswerReader:
             if m.base in ("symptom", "medical_history"):
                 return m.value
         return None
+
+    @staticmethod
+    def elsewhere(item: dict, checks: list[dict], text: str) -> bool:
+        """Whether a reply naming the asked item puts it somewhere other than the asked place: it says so ("not
+        there", "somewhere else"), or it names places of its own none of which was asked."""
+        asked = {v for c in checks if c.get("type") in cmas.VALUE_SENSITIVE_CHECKS for v in c.get("values") or []}
+        if not asked:
+            return False
+        own = set(item.get("location") or []) | ({item["where"]} if item.get("where") else set())
+        return bool(_ELSEWHERE.search(text)) or bool(own and not own & asked)
 
     @staticmethod
     def check_values(item: dict, checks: list[dict], base: str) -> None:

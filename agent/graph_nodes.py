@@ -249,16 +249,18 @@ class Nodes:
         raised as urgent from thirst is raised again as an emergency when vomiting makes it a suspected DKA)."""
         if self.agent.red_flag_rules is None:
             return []
-        seen: dict[str, int] = {}
+        rank = safety.level_rank
+        best: dict[str, int] = {}  # each rule's most severe level so far (raised before, or fired now)
         for f in s.red_flags:
-            seen[f["id"]] = min(seen.get(f["id"], 9), _severity(f))
+            best[f["id"]] = min(best.get(f["id"], rank(None)), rank(f.get("level")))
         fired = _check_red_flags(self.agent, state)
         earlier = [t.text for t in s.turns[:turn] if t.speaker == "patient"]
         fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules,
                                                              opening=bool(said) and is_opening(earlier))]
         out: dict[str, dict] = {}
         for f in fired:
-            if _severity(f) < seen.get(f["id"], 9) and (f["id"] not in out or _severity(f) < _severity(out[f["id"]])):
+            if rank(f.get("level")) < best.get(f["id"], rank(None) + 1):
+                best[f["id"]] = rank(f.get("level"))
                 out[f["id"]] = {**f, "turn": turn}
         return list(out.values())
 
@@ -384,11 +386,6 @@ class Nodes:
         summary = clinician_summary(s.patient_state, self.agent.summary_plans(), used, s.red_flags)
         return {"turns": _dump(turns), "pending": Pending().model_dump(mode="json"), "status": status,
                 "summary": summary}
-
-
-def _severity(flag: dict) -> int:
-    """A flag's place in :data:`agent.safety.LEVELS` (0: emergency); an unknown level sorts last."""
-    return safety.LEVELS.index(flag["level"]) if flag.get("level") in safety.LEVELS else len(safety.LEVELS)
 
 
 def _escalation(flags: list[dict]) -> str | None:

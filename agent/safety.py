@@ -46,6 +46,12 @@ LEVELS = ("emergency", "urgent", "possible")
 RULE_LEVELS = LEVELS[:2]
 
 
+def level_rank(level: object) -> int:
+    """A level's place in :data:`LEVELS` (0: emergency); anything else sorts after every level. The one ordering the
+    graph (a flag raised again when more severe), the summary and the policy (most severe first) use."""
+    return LEVELS.index(level) if level in LEVELS else len(LEVELS)
+
+
 class RuleError(ValueError):
     pass
 

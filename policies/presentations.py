@@ -169,7 +169,7 @@ def _key(base: str, value: str, location: Iterable[str], vocab: Vocabulary) -> t
 # --------------------------------------------------------------------------- items
 
 
-class _Item(BaseModel):
+class PlanItem(BaseModel):
     """One item of the patient state a plan names: exactly one ``<slot type>: <value>``, optionally narrowed to body
     locations (symptoms only): ``{symptom: pain, location: [lower back]}``."""
 
@@ -198,7 +198,7 @@ class _Item(BaseModel):
         return _check_places(value, info)
 
     @model_validator(mode="after")
-    def _one_slot(self) -> _Item:
+    def _one_slot(self) -> PlanItem:
         named = [b for b in ITEM_SLOTS if getattr(self, b) is not None]
         if len(named) != 1:
             raise ValueError(f"name exactly one slot type ({', '.join(ITEM_SLOTS)}), got {named or 'none'}")
@@ -217,8 +217,23 @@ class _Item(BaseModel):
     def key(self, vocab: Vocabulary) -> tuple[str, str, frozenset[str]]:
         return _key(self.base, self.value, self.location, vocab)
 
+    def matches(self, item: dict, vocab: Vocabulary) -> bool:
+        """Whether a state item of this slot type is this item: the same concept (for a symptom its value, or for a
+        located pain the pain of its place), and when this item names places, at one of them. The one test triggers
+        (which complaint selects a plan) and the clinician's summary (which facts bear on a consideration) share."""
+        value = item.get("value")
+        if not isinstance(value, str):
+            return False
+        if self.base != "symptom":
+            return vocab.same(self.base, value, self.value)
+        if not any(vocab.same("symptom", name, self.value) for name in symptom_names(value, item)):
+            return False
+        if not self.location:
+            return True
+        return any(same_place(x, self.location) for x in item.get("location") or [] if isinstance(x, str))
 
-class Ask(_Item):
+
+class Ask(PlanItem):
     """A question: whether the patient has the item, or (``check``) its one decisive attribute."""
 
     check: NonEmpty | None = None
@@ -231,7 +246,7 @@ class Ask(_Item):
         return self
 
 
-def _a_symptom(item: _Item, what: str) -> None:
+def _a_symptom(item: PlanItem, what: str) -> None:
     if item.base != "symptom":
         raise ValueError(f"{what} is a symptom, got {item.base}")
 
@@ -256,7 +271,7 @@ class RiskFactor(Ask):
         return self
 
 
-class Evidence(_Item):
+class Evidence(PlanItem):
     """A fact of the state that bears on a consideration: the item under ``status`` (default positive). ``{symptom:
     fever, status: negative}`` under ``supports`` means the absence of fever supports it; a positive item under
     ``against`` argues against it."""
@@ -264,7 +279,7 @@ class Evidence(_Item):
     status: Literal[cmas.PNU] = "positive"  # type: ignore[valid-type]
 
 
-class Trigger(_Item):
+class Trigger(PlanItem):
     """A chief complaint that selects the plan: a symptom value, narrowed to places when the value alone does not say
     where (``{symptom: pain, location: [lower back]}``). A located pain also triggers by the name of its place
     (``pain`` in the ``chest`` is ``chest pain``, as the red-flag screen reads it)."""
@@ -274,17 +289,6 @@ class Trigger(_Item):
         _a_symptom(self, "a trigger")
         return self
 
-    def matches(self, item: dict, vocab: Vocabulary) -> bool:
-        """Whether a state symptom item is this complaint: the same concept (its value, or for a located pain the pain
-        of its place), and when the trigger names places, at one of them."""
-        value = item.get("value")
-        if not isinstance(value, str):
-            return False
-        if not any(vocab.same("symptom", name, self.value) for name in symptom_names(value, item)):
-            return False
-        if not self.location:
-            return True
-        return any(same_place(x, self.location) for x in item.get("location") or [] if isinstance(x, str))
 
 
 # --------------------------------------------------------------------------- plan sections
@@ -315,7 +319,7 @@ class ScreenItem(BaseModel):
         return self
 
 
-def _at(q: _Item) -> str:
+def _at(q: PlanItem) -> str:
     return f" at {list(q.location)}" if q.location else ""
 
 
@@ -475,7 +479,7 @@ class Plan(BaseModel):
     def questions(self) -> list[tuple[str, str, tuple[str, ...]]]:
         """``(slot type, value, locations)`` of every item the plan asks about, in plan order: the triggers, the
         red-flag screen, the associated symptoms, the risk factors."""
-        asked: list[_Item] = [*(q for s in self.red_flag_screen for q in s.ask),
+        asked: list[PlanItem] = [*(q for s in self.red_flag_screen for q in s.ask),
                               *(q for g in self.associated for q in g.ask), *self.risk_factors]
         return [("symptom", t.value, t.location) for t in self.triggers] + [(q.base, q.value, q.location)
                                                                               for q in asked]

@@ -394,10 +394,10 @@ class QuestionnairePolicy:
         """The presentation plan the state calls for (``policies.presentations.choose_plan``), None without plans."""
         if not self.config.plans:
             return None
-        from agent.safety import LEVELS, check_red_flags
+        from agent.safety import check_red_flags, level_rank
         from policies.presentations import choose_plan
 
-        flags = sorted(check_red_flags(ctx.state), key=lambda f: LEVELS.index(f.level) if f.level in LEVELS else 9)
+        flags = sorted(check_red_flags(ctx.state), key=lambda f: level_rank(f.level))
         return choose_plan(ctx.state, self.config.plans, chief_complaint=self.chief_complaint(ctx),
                            flags=[f.id for f in flags], vocab=self.vocab)
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary, symptom_names
-from agent.safety import LEVELS
-from policies.presentations import Consideration, Evidence, Plan, choose_plan, same_place
+from agent.ontology import Vocabulary, default_vocabulary
+from agent.safety import level_rank
+from policies.presentations import Consideration, Plan, PlanItem, choose_plan
 
 FOR_THE_CLINICIAN = ("For the clinician only: considerations from the presentation plan, ranked by the facts heard "
                      "in this interview. They are prompts for your assessment, not a diagnosis, and were never said "
@@ -63,22 +63,9 @@ def _fact(base: str, status: str, item: dict) -> dict[str, Any]:
     return out
 
 
-def _matches(e: Evidence, base: str, item: dict, vocab: Vocabulary) -> bool:
-    value = item.get("value")
-    if not isinstance(value, str):
-        return False
-    if base == "symptom":
-        if not any(vocab.same("symptom", name, e.value) for name in symptom_names(value, item)):
-            return False
-        if not e.location:
-            return True
-        return any(same_place(x, e.location) for x in item.get("location") or [] if isinstance(x, str))
-    return vocab.same(base, value, e.value)
-
-
-def find_evidence(state: dict, e: Evidence, vocab: Vocabulary) -> tuple[str, dict] | None:
-    """``(status, item)`` of the state item an evidence entry names (any status), or None. Record slots (travel,
-    occupation, residence) count as positive when the record says the thing is so."""
+def find_evidence(state: dict, e: PlanItem, vocab: Vocabulary) -> tuple[str, dict] | None:
+    """``(status, item)`` of the state item a plan item names (an evidence entry or a screen question; any status),
+    or None. Record slots (travel, occupation, residence) count as positive when the record says the thing is so."""
     if e.base == "basic_information":
         return None
     if e.base in RECORD_PRESENT:
@@ -87,7 +74,7 @@ def find_evidence(state: dict, e: Evidence, vocab: Vocabulary) -> tuple[str, dic
                 return ("positive" if item.get("status") == RECORD_PRESENT[e.base] else "negative"), item
         return None
     for status, item in cmas.slot_items(state, e.base):
-        if status in OPPOSITE and _matches(e, e.base, item, vocab):
+        if status in OPPOSITE and e.matches(item, vocab):
             return status, item
     return None
 
@@ -166,12 +153,9 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
     """Each rule the plans screen, and every rule raised: ``positive`` (raised in the session), ``negative`` (every
     screen question of the rule answered no) or ``incomplete`` (with the items still unanswered)."""
     out: dict[str, dict] = {}
-    def severity(level: object) -> int:
-        return LEVELS.index(level) if level in LEVELS else len(LEVELS)
-
     for f in raised:  # a rule raised again at a more severe level shows at that level
         rid = f.get("id")
-        if isinstance(rid, str) and (rid not in out or severity(f.get("level")) < severity(out[rid]["level"])):
+        if isinstance(rid, str) and (rid not in out or level_rank(f.get("level")) < level_rank(out[rid]["level"])):
             out[rid] = {"rule": rid, "result": "positive", "level": f.get("level"), "message": f.get("message"),
                         "turn": f.get("turn")}
     for plan in plans:
@@ -180,7 +164,7 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
                 continue
             denied, open_items = [], []
             for ask in screen.ask:
-                found = find_evidence(state, Evidence(**{ask.base: ask.value}, location=ask.location), vocab)
+                found = find_evidence(state, ask, vocab)
                 if found is not None and found[0] == "negative":
                     denied.append(_fact(ask.base, *found))
                 else:
@@ -192,7 +176,7 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
             out[screen.rule] = entry
     order = {"positive": 0, "incomplete": 1, "negative": 2}
     return sorted(out.values(), key=lambda r: (order[r["result"]],
-                                               LEVELS.index(r["level"]) if r.get("level") in LEVELS else 9))
+                                               level_rank(r.get("level"))))
 
 
 # --------------------------------------------------------------------------- the summary

@@ -224,7 +224,8 @@ def _after_plan(raw: object, sections: list[Section]) -> list[list[Question]] | 
             where = f"after_plan.{i}.{j}"
             if not (isinstance(entry, dict) and len(entry) == 1):
                 raise _fail(where, f"expected {{slot type: value}}, got {entry!r}")
-            q = next((x for x in asked if (x.base, x.value) == next(iter(entry.items()))), None)
+            named = next(iter(entry.items()))
+            q = next((x for x in asked if (x.base, x.value) == named), None)
             if q is None:
                 raise _fail(where, f"{entry!r} is not a question of any section (sections.*.ask)")
             qs.append(q)
@@ -266,18 +267,13 @@ class Candidate:
     group: str | None = None  # a plan's red-flag rule, associated group or risk-factor slot: asked together
 
     @property
-    def screening(self) -> bool:
-        q = self.question
-        return q.check is None or (q.check == "location" and bool(q.values))  # "any pain in your abdomen?"
-
-    @property
     def topic(self) -> tuple:
         """Questions of one turn share a topic: one symptom's attributes, one slot type's screening, or one group of
         a presentation plan (a red-flag rule's screen, an associated group)."""
         q = self.question
         if self.group is not None:
             return (self.stage, self.group)
-        return (self.stage, q.base, None if self.screening else q.value)
+        return (self.stage, q.base, None if q.screening else q.value)
 
 
 class QuestionnairePolicy:
@@ -380,7 +376,7 @@ class QuestionnairePolicy:
         """The positive symptoms the patient named without being screened for them (the opening complaint, or a new
         main problem): those no earlier doctor question asked about by name."""
         screened = [q for turn in ctx.past_actions for q in questions_of(turn)
-                    if q.base == "symptom" and (q.check is None or (q.check == "location" and q.values))]
+                    if q.base == "symptom" and q.screening]
         out = []
         for item in self._positive_symptoms(ctx.state):
             places = set(item.get("location") or [])
@@ -534,7 +530,7 @@ class QuestionnairePolicy:
         picked: list[Candidate] = []
         for cand in self.open_questions(ctx, plan):
             same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
-            if picked and (cand.topic != picked[0].topic or (cand.screening and same_item)):
+            if picked and (cand.topic != picked[0].topic or (cand.question.screening and same_item)):
                 break
             picked.append(cand)
             n = self.config.questions_per_turn

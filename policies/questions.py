@@ -26,6 +26,12 @@ class Question:
     check: str | None = None
     values: tuple[str, ...] = ()
 
+    @property
+    def screening(self) -> bool:
+        """Whether it asks if the patient has the item (at a place, for a located one: "any pain in your abdomen?"),
+        rather than an attribute of an item they have."""
+        return self.check is None or (self.check == "location" and bool(self.values))
+
     def label(self) -> str:
         parts = [self.base, self.value] + ([self.check] if self.check else []) + list(self.values)
         return "/".join(parts)

@@ -42,10 +42,6 @@ def nlg() -> TemplateNLG:
     return TemplateNLG()
 
 
-def screening(q) -> bool:
-    return q.check is None or (q.check == "location" and bool(q.values))
-
-
 def denies(questions) -> dict:
     """A patient who says no to every screening question and tells onset and duration when asked."""
     slots: dict[str, list] = {}
@@ -55,7 +51,7 @@ def denies(questions) -> dict:
         elif q.base in cmas.RECORD_SLOTS:
             slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "teacher", "status": "true"},
                               "residence": {"value": "house", "status": "living"}}[q.base]]
-        elif screening(q):
+        elif q.screening:
             slots.setdefault(f"negative_{q.base}", []).append(
                 {"value": q.value, **({"location": list(q.values)} if q.values else {})})
         elif q.base == "symptom" and q.check in ("onset", "duration"):
@@ -67,7 +63,7 @@ def affirms(questions) -> dict:
     """A patient who says yes to every symptom screening question (raising red flags as it goes)."""
     slots: dict[str, list] = {}
     for q in questions:
-        if q.base == "symptom" and screening(q):
+        if q.base == "symptom" and q.screening:
             slots.setdefault("positive_symptom", []).append(
                 {"value": q.value, **({"location": list(q.values)} if q.values else {})})
         elif q.base == "symptom" and q.check == "onset":

@@ -127,9 +127,9 @@ def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans
     for turn, stage in zip(past, stages, strict=True):
         qs = questions_of(turn)
         assert len(qs) <= 3
-        if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(map(screening, qs)):
+        if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(q.screening for q in qs):
             assert len({q.base for q in qs}) == 1, (plan_id, qs)  # one slot type a turn
-        if stage == "associated_symptoms" and all(map(screening, qs)):
+        if stage == "associated_symptoms" and all(q.screening for q in qs):
             assert any({(q.base, q.value) for q in qs} <= g for g in groups), (plan_id, qs)  # one group = one system
         if stage == "hpi":
             assert len({q.value for q in qs}) == 1  # one symptom's attributes

@@ -42,7 +42,7 @@ RECORD_PRESENT = {"travel": "traveled", "occupation": "true", "residence": "livi
 
 
 def fact_text(base: str, status: str, item: dict) -> str:
-    """A state item in the clinician's words: ``chest pain (chest, left arm)``, ``no fever``, ``fever unknown``."""
+    """A state item in the clinician's words: ``chest pain (chest, left arm)``, ``no fever``, ``fever: not known``."""
     value = str(item.get("value") or base.replace("_", " "))
     where = [x for x in item.get("location") or [] if isinstance(x, str)]
     what = f"{value} ({', '.join(where)})" if where else value
@@ -134,15 +134,13 @@ def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary) -> list[Weighed]
     """The considerations of the plans with at least one fact for them, best first; a consideration several plans
     name counts once, at its best reading."""
     best: dict[str, Weighed] = {}
-    order = 0
-    for plan in plans:
-        for c in plan.considerations:
-            w = weigh(c, plan.id, order, state, vocab)
-            order += 1
-            key = c.label.casefold()
-            if w.supports and (key not in best or (w.score, len(w.supports)) > (best[key].score,
-                                                                                 len(best[key].supports))):
-                best[key] = w
+    listed = [(plan.id, c) for plan in plans for c in plan.considerations]
+    for order, (plan_id, c) in enumerate(listed):
+        w = weigh(c, plan_id, order, state, vocab)
+        key = c.label.casefold()
+        if w.supports and (key not in best or (w.score, len(w.supports)) > (best[key].score,
+                                                                             len(best[key].supports))):
+            best[key] = w
     return sorted(best.values(), key=lambda w: (-w.score, -len(w.supports), w.order))
 
 

@@ -119,7 +119,6 @@ def write_meditod(transcripts: Transcript | list[Transcript], path: str | Path) 
 
 # --------------------------------------------------------------------------- history note
 
-"""Symptom attributes in note order, each with the label that precedes its value."""
 NONE_RECORDED = "_None recorded._"
 
 
@@ -185,20 +184,36 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
     state = transcript.final_state()
     out = [f"# History note — session {transcript.session_id}", "",
            "_Taken by an automated history-taking assistant, for review by a clinician._", ""]
+    out += _red_flag_section(transcript.red_flags)
+    out += _complaint_sections(transcript, state)
+    out += _history_sections(state)
+    out += ["", "## Social history", *(_social_lines(state) or [NONE_RECORDED])]
+    out += _record_sections(state)
+    if diagnoses:
+        out += _conditions_section(transcript)
+    if transcript.summary is not None:
+        out += ["", f"## {SUMMARY_TITLE}", summary_markdown(transcript.summary)]
+    out += ["", "---", f"_{DISCLAIMER}_", ""]
+    return "\n".join(out)
 
-    out += ["## Red flags"]
-    if transcript.red_flags:
-        for f in transcript.red_flags:
-            ev = ", ".join(f"{e.get('value')} ({e.get('slot')})" for e in f.evidence)
-            out.append(f"- **{f.level.upper()}** `{f.id}`: {f.message}" + (f" Evidence: {ev}." if ev else ""))
-    else:
-        out.append(NONE_RECORDED)
 
+def _red_flag_section(flags: list[RedFlag]) -> list[str]:
+    if not flags:
+        return ["## Red flags", NONE_RECORDED]
+    out = ["## Red flags"]
+    for f in flags:
+        ev = ", ".join(f"{e.get('value')} ({e.get('slot')})" for e in f.evidence)
+        out.append(f"- **{f.level.upper()}** `{f.id}`: {f.message}" + (f" Evidence: {ev}." if ev else ""))
+    return out
+
+
+def _complaint_sections(transcript: Transcript, state: dict) -> list[str]:
+    """The presenting complaint (in the patient's first words that named a symptom) and its history: every positive
+    symptom with its attributes, then the pertinent negatives and the symptoms the patient was unsure of."""
     complaint, words = _presenting(transcript, state)
-    out += ["", "## Presenting complaint", ", ".join(complaint) if complaint else NONE_RECORDED]
+    out = ["", "## Presenting complaint", ", ".join(complaint) if complaint else NONE_RECORDED]
     if words:
         out.append(f"> {words}")
-
     out += ["", "## History of presenting complaint"]
     hpi = [f"- {_entry(it, cmas.SYMPTOM_ATTRS)}" for it in state.get("positive_symptom", [])]
     out += hpi or [NONE_RECORDED]
@@ -208,9 +223,14 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
     unsure = [_inline(it, cmas.SYMPTOM_ATTRS) for it in state.get("unknown_symptom", [])]
     if unsure:
         out.append(f"- Unsure: {'; '.join(unsure)}")
+    return out
 
+
+def _history_sections(state: dict) -> list[str]:
+    """Past medical history, medications, allergies and exposures, family history (each "None recorded" when empty).
+    Allergies are medical history in CMAS; the note files them under their own heading, not as past history."""
     mh_labels = (("starting", "since"), ("frequency", "frequency:"))
-    out += ["", "## Past medical history"]
+    out = ["", "## Past medical history"]
     out += _status_lines(state, "medical_history", mh_labels, keep=lambda v: not _is_allergy(v)) or [NONE_RECORDED]
 
     med_labels = (("respone_to", "for"), ("impact", "helped:"), ("frequency", "frequency:"), ("start", "since"))
@@ -225,8 +245,11 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
     out += ["", "## Family history"]
     out += _status_lines(state, "family_history", (("relation", "relation:"),), negative="No family history of") \
         or [NONE_RECORDED]
+    return out
 
-    out += ["", "## Social history"]
+
+def _social_lines(state: dict) -> list[str]:
+    """Habits, then the one occupation, residence and travel record (each a line when recorded)."""
     social = _status_lines(state, "habit", (("frequency", "amount:"), ("starting", "since")))
     occ = _record(state, "occupation")
     if occ:
@@ -244,8 +267,12 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
         else:
             extra = "; ".join(f"{k}: {trv[k]}" for k in ("destination", "value", "when", "date", "frequency") if trv.get(k))
             social.append("- Travel: recent travel" + (f" — {extra}" if extra else ""))
-    out += social or [NONE_RECORDED]
+    return social
 
+
+def _record_sections(state: dict) -> list[str]:
+    """Investigations and basic information: sections only when something was recorded."""
+    out = []
     tests = _status_lines(state, "medical_test", (("when", "when:"),), negative="Results not available",
                           unknown="Unsure about")
     if tests:
@@ -253,20 +280,18 @@ def history_note(transcript: Transcript, diagnoses: bool = True) -> str:
     basic = _record(state, "basic_information")
     if basic:
         out += ["", "## Basic information", "- " + "; ".join(f"{k}: {v}" for k, v in basic.items())]
+    return out
 
-    if diagnoses:
-        discussed = [it["value"] for t in transcript.turns if t.speaker == "doctor"
-                     for a in t.actions or [] if a.get("action") == "diagnosis"
-                     for it in a.get("disease") or []]
-        if discussed:
-            out += ["", "## Possible conditions raised during the interview (for clinician review, not a diagnosis)",
-                    *[f"- {d}" for d in dict.fromkeys(discussed)]]
 
-    if transcript.summary is not None:
-        out += ["", f"## {SUMMARY_TITLE}", summary_markdown(transcript.summary)]
-
-    out += ["", "---", f"_{DISCLAIMER}_", ""]
-    return "\n".join(out)
+def _conditions_section(transcript: Transcript) -> list[str]:
+    """The conditions the doctor's diagnosis actions named, once each in the order first named (none: no section)."""
+    discussed = [it["value"] for t in transcript.turns if t.speaker == "doctor"
+                 for a in t.actions or [] if a.get("action") == "diagnosis"
+                 for it in a.get("disease") or []]
+    if not discussed:
+        return []
+    return ["", "## Possible conditions raised during the interview (for clinician review, not a diagnosis)",
+            *[f"- {d}" for d in dict.fromkeys(discussed)]]
 
 
 # --------------------------------------------------------------------------- the clinician's summary

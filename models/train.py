@@ -48,16 +48,15 @@ import os
 import random
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from agent.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
-from agent.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
-from agent.provenance import package_versions
+from agent.data import data_hash, load_dialogues, task_examples
 from models import prompts
-from models.train_checkpoints import checkpoint_dirs, make_callbacks, resolve_resume, trajectory_config
+from models.train_card import evaluate, headline, short_parse, versions, write_card
+from models.train_checkpoints import checkpoint_dirs, resolve_resume, trajectory_config
+from models.train_config import VLLM_LORA_RANKS, PeftSettings, TrainConfig, TrainSettings, load_config
 from models.train_data import (  # noqa: F401  (re-exported: the helpers tests and notebooks import from here)
     CompletionCollator,
     FeatureDataset,
@@ -71,167 +70,6 @@ from models.train_data import (  # noqa: F401  (re-exported: the helpers tests a
 )
 
 log = logging.getLogger(__name__)
-
-LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-PeftMethod = Literal["lora", "adalora", "ia3", "prompt_tuning"]
-
-# --------------------------------------------------------------------------- config
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PeftSettings(_Strict):
-    method: PeftMethod = "lora"
-    r: int = 32
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
-    adalora_target_r: int = 8  # AdaLoRA prunes from r down to this average rank
-    adalora_orth_reg_weight: float = 0.5  # AdaLoRA's orthogonal regulariser, once per optimizer step
-    ia3_target_modules: list[str] = Field(default_factory=lambda: ["k_proj", "v_proj", "down_proj"])
-    ia3_feedforward_modules: list[str] = Field(default_factory=lambda: ["down_proj"])
-    num_virtual_tokens: int = 20  # prompt tuning
-
-    @model_validator(mode="after")
-    def _adalora_prunes(self) -> PeftSettings:
-        if self.method == "adalora" and self.adalora_target_r >= self.r:
-            raise ValueError(f"adalora_target_r ({self.adalora_target_r}) must be below r ({self.r}): AdaLoRA prunes "
-                             "the rank from r down to it")
-        if self.adalora_orth_reg_weight < 0:
-            raise ValueError("adalora_orth_reg_weight must be >= 0")
-        return self
-
-
-# TrainingArguments fields medhx sets from its own keys: trainer_args may not set them
-_MANAGED_TRAINER_ARGS = {
-    "output_dir": "output_dir", "per_device_train_batch_size": "train.micro_batch_size",
-    "gradient_accumulation_steps": "train.effective_batch_size", "max_steps": "train.max_steps",
-    "num_train_epochs": "train.epochs", "learning_rate": "train.lr", "lr_scheduler_type": "train.scheduler",
-    "warmup_steps": "train.warmup_ratio", "weight_decay": "train.weight_decay",
-    "max_grad_norm": "train.max_grad_norm", "seed": "train.seed", "data_seed": "train.seed",
-    "save_steps": "train.save_steps", "save_strategy": "train.save_steps", "save_total_limit": "train.save_total_limit",
-    "logging_steps": "train.logging_steps", "bf16": "train.mixed_precision", "fp16": "train.mixed_precision",
-    "gradient_checkpointing": "train.gradient_checkpointing", "report_to": "train.report_to", "optim": "train.optim",
-    "use_cpu": "device", "resume_from_checkpoint": "train.resume", "remove_unused_columns": "(fixed)",
-    "disable_tqdm": "--no-progress",
-}
-
-
-class TrainSettings(_Strict):
-    lr: float = 1e-4
-    micro_batch_size: int = 1  # per device
-    effective_batch_size: int = 16  # micro_batch_size x gradient accumulation x devices
-    epochs: float = 3
-    max_steps: int | None = None  # optimizer steps; overrides epochs
-    warmup_ratio: float = 0.1
-    scheduler: Literal["cosine", "linear", "constant"] = "cosine"
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    max_length: int = 2048  # longer examples are skipped and counted, never cut
-    limit_examples: int | None = None  # first N training examples (after shuffling), for smoke runs
-    gradient_checkpointing: bool = False
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
-    optim: str | None = None  # a transformers optimizer name (adamw_torch, adamw_torch_fused, paged_adamw_8bit...)
-    seed: int = 0
-    save_steps: int = 50  # a resumable checkpoint every N optimizer steps (0: none)
-    save_total_limit: int | None = 2  # newest checkpoints kept
-    keep_checkpoints: bool = False  # keep output_dir/checkpoint-* after a successful run
-    resume: bool | str | None = None  # true: newest checkpoint in output_dir; a path: that one; false: start over
-    logging_steps: int = 1  # the card's loss curve and report_to get the mean loss of every N steps
-    report_to: str | list[str] = "none"  # transformers' report_to: none | all | tensorboard | wandb | mlflow ...
-    trainer_args: dict[str, Any] = Field(default_factory=dict)  # any other TrainingArguments field, passed through
-
-    @field_validator("effective_batch_size", "micro_batch_size", "logging_steps")
-    @classmethod
-    def _positive(cls, v: int, info: Any) -> int:
-        if v < 1:
-            raise ValueError(f"{info.field_name} must be >= 1")
-        return v
-
-    @field_validator("save_steps")
-    @classmethod
-    def _non_negative(cls, v: int) -> int:
-        if v < 0:
-            raise ValueError("save_steps must be >= 0 (0: no checkpoints)")
-        return v
-
-    @field_validator("trainer_args")
-    @classmethod
-    def _trainer_args(cls, v: dict[str, Any]) -> dict[str, Any]:
-        if not v:
-            return v
-        import dataclasses
-
-        from transformers import TrainingArguments
-
-        known = {f.name for f in dataclasses.fields(TrainingArguments)}
-        for key in v:
-            if key in _MANAGED_TRAINER_ARGS:
-                raise ValueError(f"trainer_args.{key} is set by medhx: use {_MANAGED_TRAINER_ARGS[key]}")
-            if key not in known:
-                raise ValueError(f"trainer_args.{key} is not a transformers TrainingArguments field")
-        return v
-
-
-class EvalSettings(_Strict):
-    enabled: bool = True
-    limit: int | None = None  # first N valid examples per task
-    max_tokens: int | None = None  # per task default of models.modules
-    constrained: bool = False  # hf generation has no JSON-schema constraint; the vLLM backends do
-    match: str = "exact"
-
-
-class TrainConfig(_Strict):
-    base_model: ModelRef = "smollm2"
-    tasks: list[Literal["nlu", "pol", "nlg"]] = Field(default_factory=lambda: ["nlu"])
-    adapter_name: str | None = None  # default: the task, or "multitask"
-    data: ConfigPath = str(DEFAULT_DATA_DIR)
-    train_split: str = "train"
-    valid_split: str = "valid"
-    history: int | None = 4
-    output_dir: ConfigPath = "runs/adapter"  # relative to the config file's directory
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    quantization: Literal["none", "4bit"] = "none"  # 4bit = QLoRA (needs bitsandbytes)
-    device: str = "auto"  # auto | cpu | cuda: one process, one device (several GPUs: accelerate launch)
-    peft: PeftSettings = Field(default_factory=PeftSettings)
-    train: TrainSettings = Field(default_factory=TrainSettings)
-    eval: EvalSettings = Field(default_factory=EvalSettings)
-
-    @field_validator("tasks")
-    @classmethod
-    def _tasks(cls, v: list[str]) -> list[str]:
-        if not v or len(set(v)) != len(v):
-            raise ValueError("tasks must be a non-empty list without repeats")
-        return v
-
-    @property
-    def name(self) -> str:
-        return self.adapter_name or (self.tasks[0] if len(self.tasks) == 1 else "multitask")
-
-
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """A YAML training config, with ``overrides`` (dotted keys, e.g. ``train.max_steps``) applied on top.
-
-    Paths in the file are relative to the file's directory (:mod:`agent.paths`); paths given as overrides on the
-    command line are relative to the current directory, as anything typed at a prompt."""
-
-    raw, base = read_config_file(path)
-    raw = resolve_paths(TrainConfig, raw, base)
-    for key, value in (overrides or {}).items():
-        node = raw
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    raw = resolve_paths(TrainConfig, raw, Path.cwd())
-    try:
-        return TrainConfig.model_validate(raw)
-    except Exception as exc:  # pydantic's message names the bad key; prefix the file
-        raise ValueError(f"{path}: {exc}") from None
-
 
 
 # --------------------------------------------------------------------------- model
@@ -377,30 +215,68 @@ def training_arguments(cfg: TrainConfig, plan: dict[str, int], device: str, prog
 # --------------------------------------------------------------------------- training
 
 
+@dataclass
+class TrainData:
+    """The training features and what the card says about the data."""
+
+    data_dir: Path
+    train_hash: str
+    valid_dialogues: list
+    features: list[dict]
+    skipped: int  # examples longer than train.max_length: skipped, never cut
+
+
+@dataclass
+class Fitted:
+    """What one training run did, for the card (the main process only)."""
+
+    plan: dict[str, int]
+    trainable: int
+    losses: list[float]
+    resumed_from: Path | None
+    train_time_s: float
+    device: str
+    valid_loss_before: float | None
+    valid_loss_after: float | None
+    adalora_calls: int | None
+    orth_scale: int
+
+
 def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None) -> dict:
     """Train, save the adapter and its card into ``cfg.output_dir``; returns the card (an empty dict on the
     processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
-    from accelerate import PartialState
-    from peft import get_peft_model
-    from transformers import AutoTokenizer, Trainer, set_seed
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from transformers import AutoTokenizer
 
     from models.prepare import resolve_base_model
 
     started = time.time()
     device = resolve_device(cfg.device)
     base_path = resolve_base_model(cfg.base_model)
-    out_dir = Path(cfg.output_dir)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    data = load_train_data(cfg, tokenizer)
+    fitted = fit(cfg, base_path, device, tokenizer, data, started, progress, callbacks)
+    if fitted is None:  # not the main process of a multi-process run
+        return {}
+    gc.collect()  # the Trainer and the training model are gone: free their memory before evaluating
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    card = build_card(cfg, base_path, device, data, fitted)
+    if cfg.eval.enabled and data.valid_dialogues:
+        card["valid"]["tasks"] = evaluate(cfg, base_path, Path(cfg.output_dir), tokenizer, data.valid_dialogues,
+                                          progress)
+    card["wall_time_s"] = round(time.time() - started, 1)
+    write_card(Path(cfg.output_dir), card)
+    return card
 
+
+def load_train_data(cfg: TrainConfig, tokenizer: Any) -> TrainData:
+    """The training split's examples of every task, shuffled together, tokenised; the valid split's dialogues."""
     data_dir = Path(cfg.data)
     train_dialogues = load_dialogues(data_dir, cfg.train_split)
     valid_dialogues = load_dialogues(data_dir, cfg.valid_split) if cfg.valid_split else []
-    train_hash = data_hash(train_dialogues)
     train_examples = [e for t in cfg.tasks for e in task_examples(t, train_dialogues, cfg.history)]
     random.Random(cfg.train.seed).shuffle(train_examples)  # multitask: the three tasks mixed (PromptCBLUE style)
     if cfg.train.limit_examples:
@@ -408,22 +284,76 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
     features, skipped = build_features(train_examples, tokenizer, cfg.train.max_length)
     if not features:
         raise ValueError(f"no training examples for tasks {cfg.tasks} in split {cfg.train_split!r} of {cfg.data}")
+    return TrainData(data_dir, data_hash(train_dialogues), valid_dialogues, features, skipped)
 
-    resume_from, stale = resolve_resume(cfg, train_hash)
-    plan = plan_steps(cfg.train, len(features), int(os.environ.get("WORLD_SIZE", "1")))
-    args = training_arguments(cfg, plan, device, progress)  # before the model: DeepSpeed ZeRO-3 needs it first
-    devices = args.world_size * max(args.n_gpu, 1)  # n_gpu > 1: one process feeding all visible GPUs (DataParallel)
-    if devices != plan["world_size"]:
-        log.warning("one process on %d GPUs (DataParallel): for several GPUs prefer accelerate launch -m agent.cli "
-                    "train ...; CUDA_VISIBLE_DEVICES=0 trains on one", devices)
-        plan = plan_steps(cfg.train, len(features), devices)
-        args = training_arguments(cfg, plan, device, progress)
+
+def fit(cfg: TrainConfig, base_path: str, device: str, tokenizer: Any, data: TrainData, started: float,
+        progress: bool, callbacks: list | None) -> Fitted | None:
+    """Train the adapter with ``Trainer`` and save it into ``output_dir``; ``None`` on the processes other than
+    the main one. The model and the ``Trainer`` live in this function only, so they are freed when it returns."""
+    from accelerate import PartialState
+
+    resume_from, stale = resolve_resume(cfg, data.train_hash)
+    plan, args = plan_training(cfg, len(data.features), device, progress)
     state = PartialState()
     if state.is_main_process:
         for p in stale:
             log.warning("deleting checkpoint %s (%s)", p, "past the resume point" if resume_from else "starting over")
             shutil.rmtree(p, ignore_errors=True)
     state.wait_for_everyone()
+
+    model, trainable = build_peft_model(cfg, base_path, device, plan)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    trainer, adalora = make_trainer(cfg, model, args, data, pad_id, resume_from,
+                                    trajectory_config(cfg, data.train_hash), progress, callbacks)
+    orth_scale = scale_adalora_regulariser(cfg, trainer, adalora, plan, args)
+
+    sharded = bool(trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled)
+    valid_features: list[dict] = []
+    for t in cfg.tasks:
+        exs = task_examples(t, data.valid_dialogues, cfg.history)[:cfg.eval.limit or None]
+        valid_features += build_features(exs, tokenizer, cfg.train.max_length)[0]
+    measure = cfg.eval.enabled and state.is_main_process and not sharded
+    micro = cfg.train.micro_batch_size
+    valid_loss_before = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
+
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    train_time = time.time() - started
+    if adalora is not None:
+        adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight  # as configured, in the saved config
+    out_dir = Path(cfg.output_dir)
+    trainer.save_model(str(out_dir))  # the adapter (gathered from all processes under DeepSpeed / FSDP)
+    if trainer.is_world_process_zero():
+        (out_dir / "training_args.bin").unlink(missing_ok=True)  # a pickle; the card carries the config
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    if not trainer.is_world_process_zero():
+        return None
+    valid_loss_after = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
+    if not cfg.train.keep_checkpoints:
+        for p in checkpoint_dirs(out_dir):
+            shutil.rmtree(p, ignore_errors=True)
+    return Fitted(plan=plan, trainable=trainable, losses=losses, resumed_from=resume_from, train_time_s=train_time,
+                  device=str(args.device), valid_loss_before=valid_loss_before, valid_loss_after=valid_loss_after,
+                  adalora_calls=adalora.calls if adalora is not None else None, orth_scale=orth_scale)
+
+
+def plan_training(cfg: TrainConfig, n_features: int, device: str, progress: bool) -> tuple[dict[str, int], Any]:
+    """The step plan and ``TrainingArguments``, made before the model (DeepSpeed ZeRO-3 needs them first)."""
+    plan = plan_steps(cfg.train, n_features, int(os.environ.get("WORLD_SIZE", "1")))
+    args = training_arguments(cfg, plan, device, progress)
+    devices = args.world_size * max(args.n_gpu, 1)  # n_gpu > 1: one process feeding all visible GPUs (DataParallel)
+    if devices != plan["world_size"]:
+        log.warning("one process on %d GPUs (DataParallel): for several GPUs prefer accelerate launch -m agent.cli "
+                    "train ...; CUDA_VISIBLE_DEVICES=0 trains on one", devices)
+        plan = plan_steps(cfg.train, n_features, devices)
+        args = training_arguments(cfg, plan, device, progress)
+    return plan, args
+
+
+def build_peft_model(cfg: TrainConfig, base_path: str, device: str, plan: dict[str, int]) -> tuple[Any, int]:
+    """The base model with a fresh adapter, and its number of trainable parameters."""
+    from peft import get_peft_model
+    from transformers import set_seed
 
     set_seed(cfg.train.seed)
     model = load_base(cfg, base_path, device)
@@ -437,60 +367,49 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
                     "(transformers + peft) only", cfg.peft.method)
     elif cfg.peft.r not in VLLM_LORA_RANKS:
         log.warning("LoRA r=%d is not a rank vLLM accepts for --max-lora-rank %s", cfg.peft.r, VLLM_LORA_RANKS)
+    return model, trainable
 
-    made = make_callbacks()
-    own = [made["stamp"](trajectory_config(cfg, train_hash)), made["log"]()]
-    adalora = made["adalora"](model, resume_from) if cfg.peft.method == "adalora" else None
+
+def make_trainer(cfg: TrainConfig, model: Any, args: Any, data: TrainData, pad_id: int, resume_from: Path | None,
+                 stamp: dict[str, Any], progress: bool, callbacks: list | None) -> tuple[Any, Any]:
+    """The ``Trainer`` with medhx's callbacks, and the AdaLoRA callback (``None`` for the other methods)."""
+    from transformers import Trainer
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from models.train_callbacks import AdaLoraCallback, BarCallback, LossLogCallback, StampCallback
+
+    own = [StampCallback(stamp), LossLogCallback()]
+    adalora = AdaLoraCallback(model, resume_from) if cfg.peft.method == "adalora" else None
     if adalora is not None:
         own.append(adalora)
-    trainer = Trainer(model=model, args=args, train_dataset=FeatureDataset(features),
+    trainer = Trainer(model=model, args=args, train_dataset=FeatureDataset(data.features),
                       data_collator=CompletionCollator(pad_id, trim=not model.active_peft_config.is_prompt_learning),
                       callbacks=own + list(callbacks or []))
     trainer.remove_callback(PrinterCallback)  # stdout carries the summary only: log lines go to logging
     if progress:
         trainer.remove_callback(ProgressCallback)
-        trainer.add_callback(made["bar"])
+        trainer.add_callback(BarCallback)
     if adalora is not None and trainer.is_fsdp_enabled:
         raise ValueError("AdaLoRA's rank budget reads whole gradients, which FSDP shards: train it with DDP or "
                          "DeepSpeed (accelerate launch --use_deepspeed ...)")
-    orth_scale = 1
-    if adalora is not None and trainer.model_accepts_loss_kwargs:
-        # peft adds the regulariser to every micro-batch's loss, and Trainer sums those (scaled by the number of
-        # processes, whose gradients DDP averages): divide so that each optimizer step carries it once
-        orth_scale = plan["gradient_accumulation_steps"] * (
-            plan["world_size"] if args.average_tokens_across_devices else 1)
-        adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight / orth_scale
+    return trainer, adalora
 
-    sharded = bool(trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled)
-    valid_features: list[dict] = []
-    for t in cfg.tasks:
-        exs = task_examples(t, valid_dialogues, cfg.history)[:cfg.eval.limit or None]
-        valid_features += build_features(exs, tokenizer, cfg.train.max_length)[0]
-    measure = cfg.eval.enabled and state.is_main_process and not sharded
-    micro = cfg.train.micro_batch_size
-    valid_loss_before = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
 
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    train_time = time.time() - started
-    if adalora is not None:
-        adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight  # as configured, in the saved config
-    trainer.save_model(str(out_dir))  # the adapter (gathered from all processes under DeepSpeed / FSDP)
-    if trainer.is_world_process_zero():
-        (out_dir / "training_args.bin").unlink(missing_ok=True)  # a pickle; the card carries the config
-    history = trainer.state.log_history
-    losses = [e["loss"] for e in history if "loss" in e]
-    if not trainer.is_world_process_zero():
-        return {}
-    valid_loss_after = token_loss(model, valid_features, micro, pad_id, args.device) if measure else None
-    if not cfg.train.keep_checkpoints:
-        for p in checkpoint_dirs(out_dir):
-            shutil.rmtree(p, ignore_errors=True)
-    adalora_calls = adalora.calls if adalora is not None else None
-    del trainer, model
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+def scale_adalora_regulariser(cfg: TrainConfig, trainer: Any, adalora: Any, plan: dict[str, int], args: Any) -> int:
+    """Divide AdaLoRA's orthogonal regulariser so that each optimizer step carries it once; returns the divisor.
 
+    peft adds the regulariser to every micro-batch's loss, and ``Trainer`` sums those (scaled by the number of
+    processes, whose gradients DDP averages) when the model takes the loss's token count."""
+    if adalora is None or not trainer.model_accepts_loss_kwargs:
+        return 1
+    orth_scale = plan["gradient_accumulation_steps"] * (plan["world_size"] if args.average_tokens_across_devices else 1)
+    adalora.adapter_config.orth_reg_weight = cfg.peft.adalora_orth_reg_weight / orth_scale
+    return orth_scale
+
+
+def build_card(cfg: TrainConfig, base_path: str, device: str, data: TrainData, fitted: Fitted) -> dict[str, Any]:
+    """The card of a trained adapter (the valid-split evaluation and the wall time are added after)."""
+    losses, plan = fitted.losses, fitted.plan
     card: dict[str, Any] = {
         "adapter": cfg.name,
         "peft_method": cfg.peft.method,
@@ -502,17 +421,17 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
         "prompt_mode": "supervised",
         "tasks": cfg.tasks,
         "data": {
-            "dir": str(data_dir),
+            "dir": str(data.data_dir),
             "train_split": cfg.train_split,
-            "train_hash": train_hash,
+            "train_hash": data.train_hash,
             "valid_split": cfg.valid_split,
-            "valid_hash": data_hash(valid_dialogues),
+            "valid_hash": data_hash(data.valid_dialogues),
             "history": cfg.history,
         },
         "train": {
             "trainer": "transformers.Trainer",
-            "examples": len(features),
-            "skipped_too_long": skipped,
+            "examples": len(data.features),
+            "skipped_too_long": data.skipped,
             "optimizer_steps": plan["total_steps"],
             "warmup_steps": plan["warmup_steps"],
             "effective_batch_size": plan["effective_batch_size"],
@@ -521,124 +440,23 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
             "processes": plan["world_size"],
             "mixed_precision": resolve_mixed_precision(cfg.train.mixed_precision, device),
             "gradient_checkpointing": cfg.train.gradient_checkpointing,
-            "trainable_parameters": trainable,
+            "trainable_parameters": fitted.trainable,
             "loss_first": losses[0] if losses else None,
             "loss_last": losses[-1] if losses else None,
             "losses": [round(x, 5) for x in losses],
-            "resumed_from": str(resume_from) if resume_from else None,
-            "wall_time_s": round(train_time, 1),
-            "device": str(args.device),
+            "resumed_from": str(fitted.resumed_from) if fitted.resumed_from else None,
+            "wall_time_s": round(fitted.train_time_s, 1),
+            "device": fitted.device,
         },
-        "valid": {"token_loss_before": valid_loss_before, "token_loss_after": valid_loss_after},
+        "valid": {"token_loss_before": fitted.valid_loss_before, "token_loss_after": fitted.valid_loss_after},
         "config": cfg.model_dump(),
-        "versions": _versions(),
+        "versions": versions(),
     }
-    if adalora_calls is not None:
-        card["train"]["adalora"] = {"update_and_allocate_calls": adalora_calls,
+    if fitted.adalora_calls is not None:
+        card["train"]["adalora"] = {"update_and_allocate_calls": fitted.adalora_calls,
                                     "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
-                                    "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / orth_scale}
-    if cfg.eval.enabled and valid_dialogues:
-        card["valid"]["tasks"] = evaluate(cfg, base_path, out_dir, tokenizer, valid_dialogues, progress)
-    card["wall_time_s"] = round(time.time() - started, 1)
-    write_card(out_dir, card)
+                                    "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / fitted.orth_scale}
     return card
-
-
-# --------------------------------------------------------------------------- evaluation + card
-
-
-def evaluate(cfg: TrainConfig, base_path: str, adapter_dir: Path, tokenizer: Any, dialogues: list,
-             progress: bool) -> dict:
-    """Generate on the valid split with the saved adapter through the ``hf`` backend; score with ``eval``."""
-    from models.modules import predict
-    from models.parsing import ParseStats
-
-    backend = make_eval_backend(base_path, {cfg.name: str(adapter_dir)}, cfg.device)
-    results: dict[str, Any] = {}
-    try:
-        for task in cfg.tasks:
-            examples = task_examples(task, dialogues, cfg.history)[:cfg.eval.limit or None]
-            stats = ParseStats()
-            rows = predict(task, examples, backend, tokenizer, adapter=cfg.name, stats=stats, progress=progress,
-                           max_tokens=cfg.eval.max_tokens, history=cfg.history, constrained=cfg.eval.constrained)
-            pred_file = adapter_dir / f"valid_predictions_{task}.jsonl"
-            pred_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-            results[task] = {"examples": len(examples), "parse": stats.to_dict(),
-                             "metrics": score_rows(task, examples, rows, cfg.eval.match),
-                             "predictions": pred_file.name}
-            log.info("valid %s: %s", task, stats.summary())
-    finally:
-        backend.close()
-    return results
-
-
-def make_eval_backend(base_path: str, adapters: dict[str, str], device: str) -> Any:
-    from models.backends.hf import HFBackend
-
-    return HFBackend(base_path, adapters=adapters, device=device)
-
-
-def score_rows(task: str, examples: list[Example], rows: list[dict], match: str) -> dict:
-    """MediTOD metrics of the predictions (``eval.score``); the matcher is exact by default (no LLM judge)."""
-    from eval.matching import make_matcher
-    from eval.score import score
-
-    predictions = {(r["dialog_id"], r["uttr_id"]): r["prediction"] for r in rows}
-    matcher = make_matcher(match) if task != "nlg" else None
-    report = score(task, examples, predictions, matcher, progress=False)
-    report.pop("notes", None)
-    return report
-
-
-def _versions() -> dict[str, str]:
-    return package_versions(("torch", "transformers", "peft", "accelerate"))
-
-
-def write_card(out_dir: Path, card: dict) -> None:
-    (out_dir / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False, default=str) + "\n")
-    lines = [
-        f"# Adapter `{card['adapter']}` ({card['peft_method']})",
-        "",
-        f"- base model: `{card['base_model']}` (`{card['base_model_path']}`)",
-        f"- tasks: {', '.join(card['tasks'])}; prompt format {card['prompt_version']} ({card['prompt_mode']})",
-        f"- data: `{card['data']['dir']}` train={card['data']['train_split']} (hash {card['data']['train_hash']}), "
-        f"valid={card['data']['valid_split']} (hash {card['data']['valid_hash']}), history {card['data']['history']}",
-        f"- training: {card['train']['examples']} examples ({card['train']['skipped_too_long']} skipped as too long), "
-        f"{card['train']['optimizer_steps']} steps of {card['train']['effective_batch_size']}, "
-        f"loss {_num(card['train']['loss_first'])} -> {_num(card['train']['loss_last'])}, "
-        f"{card['train']['wall_time_s']} s on {card['train']['device']}",
-    ]
-    if card["train"].get("resumed_from"):
-        lines.append(f"- resumed from `{card['train']['resumed_from']}`")
-    if card["servable_by_vllm"]:
-        lines.append(f"- servable by vLLM: yes (serve with max_lora_rank >= {card['vllm']['max_lora_rank']})")
-    else:
-        lines.append("- servable by vLLM: no (only LoRA adapters are; load it with the hf backend)")
-    valid = card.get("valid", {})
-    if valid.get("token_loss_after") is not None:
-        lines.append(f"- valid token loss: {valid['token_loss_before']:.4f} before -> {valid['token_loss_after']:.4f} after")
-    for task, res in (valid.get("tasks") or {}).items():
-        lines.append(f"- valid {task} ({res['examples']} turns): parse {json.dumps(_short_parse(res['parse']))}; "
-                     f"metrics {json.dumps(_headline(task, res['metrics']))}")
-    (out_dir / "card.md").write_text("\n".join(lines) + "\n")
-
-
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
-
-
-def _short_parse(p: dict) -> dict:
-    keys = ("valid_rate_before_repair", "valid_rate_after_repair", "lenient", "format_errors")
-    return {k: p[k] for k in keys}
-
-
-def _headline(task: str, m: dict) -> dict:
-    if task == "nlg":
-        return {k: m.get(k) for k in ("bleu4", "rougeL", "bertscore")}
-    out = {"f1": (m.get("overall") or {}).get("f1"), "joint_accuracy": m.get("joint_accuracy")}
-    if task == "pol":
-        out["precision_at_k"] = m.get("precision_at_k")
-    return out
 
 
 # --------------------------------------------------------------------------- CLI
@@ -687,6 +505,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "output_dir": cfg.output_dir, "loss_first": card["train"]["loss_first"], "loss_last": card["train"]["loss_last"],
         "resumed_from": card["train"]["resumed_from"],
         "valid": {k: v for k, v in card["valid"].items() if k != "tasks"} | {
-            t: {"parse": _short_parse(r["parse"]), "metrics": _headline(t, r["metrics"])}
+            t: {"parse": short_parse(r["parse"]), "metrics": headline(t, r["metrics"])}
             for t, r in (card["valid"].get("tasks") or {}).items()}}, indent=2))
     return 0

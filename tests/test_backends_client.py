@@ -12,7 +12,7 @@ from vllm_fixtures import free_port
 from agent import cmas
 from models.backends import BackendError, GenerationRequest, make_backend
 from models.backends.vllm_server import VLLMServerBackend
-from models.serve import VLLMServer, default_max_loras, engine_flags
+from models.serve import check_serve_config, default_max_loras, engine_flags, server_command, server_environment
 
 
 def test_unreachable_server_is_a_clear_backend_error():
@@ -91,7 +91,7 @@ def test_bad_configs_are_rejected_clearly():
     with pytest.raises(ValueError, match="backend kind must be one of"):
         make_backend({"kind": "openai"})
     with pytest.raises(ValueError, match="unknown serve config keys"):
-        VLLMServer({"prot": 1})
+        check_serve_config({"prot": 1})
 
 
 def test_serve_command_line_and_environment(tmp_path):
@@ -100,8 +100,8 @@ def test_serve_command_line_and_environment(tmp_path):
               "structured_outputs": {"backend": "guidance", "disable_any_whitespace": True},
               "engine_args": {"tensor_parallel_size": 2, "enable_prefix_caching": True, "seed": None},
               "cpu_kvcache_space_gib": 1, "cpu_omp_threads_bind": "0-1"}
-    server = VLLMServer(config)
-    cmd = server.command()
+    serve_config = check_serve_config(config)
+    cmd = server_command(serve_config)
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     joined = " ".join(cmd)
     assert f"--model {tmp_path} --host 127.0.0.1 --port 18123 --dtype bfloat16" in joined
@@ -111,16 +111,16 @@ def test_serve_command_line_and_environment(tmp_path):
     assert cmd[cmd.index("--structured-outputs-config") + 1] == '{"backend": "guidance", "disable_any_whitespace": true}'
     # Engine arguments pass through; request logging (prompts are patient text) is pinned off after them.
     assert joined.endswith("--tensor-parallel-size 2 --enable-prefix-caching --no-enable-log-requests")
-    env = server.environment("k3y")
+    env = server_environment(serve_config, "k3y")
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert (env["VLLM_CPU_KVCACHE_SPACE"], env["VLLM_CPU_OMP_THREADS_BIND"]) == ("1", "0-1")
     # The API key travels in the environment, not on the command line every local user can read.
     assert env["VLLM_API_KEY"] == "k3y" and "k3y" not in joined and "--api-key" not in cmd
-    assert server.url == "http://127.0.0.1:18123"
+    assert serve_config.url == "http://127.0.0.1:18123"
 
 
 def test_gpu_command_has_no_spare_slot_and_no_forced_eager(tmp_path):
-    cmd = VLLMServer({"model": str(tmp_path), "device": "gpu", "adapters": {"nlu": "/x"}}).command()
+    cmd = server_command(check_serve_config({"model": str(tmp_path), "device": "gpu", "adapters": {"nlu": "/x"}}))
     assert cmd[cmd.index("--max-loras") + 1] == "1"
     assert "--enforce-eager" not in cmd
     assert default_max_loras(3, "cpu") == 4 and default_max_loras(0, "gpu") == 1

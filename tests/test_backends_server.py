@@ -11,7 +11,7 @@ from agent import cmas
 from agent.data import load_dialogues, nlu_examples, pol_examples
 from models import prompts
 from models.backends import BackendError, GenerationRequest, make_backend
-from models.serve import list_models, load_adapter, unload_adapter
+from models.serve import list_models, load_adapter, start_server, stop_server, unload_adapter
 
 pytestmark = pytest.mark.vllm
 
@@ -111,7 +111,7 @@ def test_down_server_is_a_clear_error_and_retries_recover_after_restart(vllm_ser
     prompt = chat(tokenizer, "The pain started yesterday.")
     [before] = client.generate([GenerationRequest(prompt, adapter="nlu", max_tokens=10)])
     url = vllm_server_process.url
-    vllm_server_process.stop()
+    stop_server(vllm_server_process.endpoint)
 
     with make_backend({"kind": "vllm-server", "url": url, "retries": 1, "backoff_s": 0.05}) as impatient:
         with pytest.raises(BackendError, match=f"vLLM server at {url} unreachable or failing after 2 attempts"):
@@ -129,7 +129,7 @@ def test_down_server_is_a_clear_error_and_retries_recover_after_restart(vllm_ser
 
     thread = threading.Thread(target=run)
     thread.start()  # requests start failing now (nothing listens) and keep retrying
-    vllm_server_process.start()
+    start_server(vllm_server_process)
     thread.join(timeout=300)
     patient.close()
     assert not thread.is_alive()

@@ -32,8 +32,9 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,79 +77,101 @@ def scripts(data: str | Path, interviews: int, turns: int) -> list[list[str]]:
     return [[lines[(i * 3 + j) % len(lines)] for j in range(turns)] for i in range(interviews)]
 
 
+def store_session(agent_cfg: dict, store: str, cfg: LoadBenchConfig, tmp: str) -> dict:
+    """The agent's session section for one store's run: that store, a temporary SQLite directory, room for every
+    line of an interview, and for PostgreSQL a pool as large as the interviews (up to 32)."""
+    session = {**(agent_cfg.get("session") or {}), "store": store, "dir": tmp, "max_turns": 4 * cfg.turns + 4}
+    if store == "postgres":
+        url = cfg.postgres_url or os.environ.get(POSTGRES_ENV)
+        if not url:
+            raise ValueError(f"store postgres is listed but no postgres_url (or ${POSTGRES_ENV}) is set")
+        session["postgres_url"] = url
+        session["pool_size"] = min(cfg.interviews + 2, 32)
+    return session
+
+
+@dataclass
+class Tally:
+    """What the concurrent interviews of one run sent and measured; every field is written under ``lock``."""
+
+    bar: Any  # tqdm progress bar, one step per line
+    latencies: list[float] = field(default_factory=list)  # seconds per accepted send
+    errors: Counter[str] = field(default_factory=Counter)
+    sent: dict[str, list[str]] = field(default_factory=dict)  # per session, the lines whose send returned
+    attempted: dict[str, list[str]] = field(default_factory=dict)  # per session, every line sent, answered or not
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def interview(sessions: SessionStore, lines: list[str], tally: Tally) -> None:
+    """One scripted interview: each line sent with its own idempotency key; errors are counted, never raised."""
+    try:
+        s = sessions.start(f"load-{uuid.uuid4().hex[:10]}")
+    except Exception as exc:  # counted, never raised: the run goes on
+        with tally.lock:
+            tally.errors[f"start: {type(exc).__name__}"] += 1
+            tally.bar.update(len(lines))
+        return
+    accepted: list[str] = []
+    tried: list[str] = []
+    for line in lines:
+        tried.append(line)
+        t0 = time.perf_counter()
+        try:
+            s.send(line, key=uuid.uuid4().hex)
+            took = time.perf_counter() - t0
+            accepted.append(line)
+            with tally.lock:
+                tally.latencies.append(took)
+        except Exception as exc:
+            with tally.lock:
+                tally.errors[type(exc).__name__] += 1
+        finally:
+            with tally.lock:
+                tally.bar.update(1)
+        if s.waiting_for() is None:  # the interview closed early: nothing more to send
+            with tally.lock:
+                tally.bar.update(len(lines) - len(accepted))
+            break
+    with tally.lock:
+        tally.sent[s.id] = accepted
+        tally.attempted[s.id] = tried
+
+
+def read_back(sessions: SessionStore, tally: Tally) -> tuple[int, int, Counter[str]]:
+    """Every session read back from the store: lost and duplicated patient lines, and fallbacks per module."""
+    lost = duplicated = 0
+    fallbacks: Counter[str] = Counter()
+    for sid, accepted in tally.sent.items():
+        st = sessions.resume(sid).state()
+        for t in st.doctor_turns()[1:]:  # answers to patient turns
+            for module in (t.meta.get("fallback") or {}) if isinstance(t.meta.get("fallback"), dict) else ():
+                fallbacks[module] += 1
+        stored = Counter(t.text for t in st.patient_turns())
+        lost += sum((Counter(accepted) - stored).values())
+        duplicated += sum((stored - Counter(tally.attempted[sid])).values())
+    return lost, duplicated, fallbacks
+
+
 def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool = True) -> dict:
     """One store's run: every interview at once, then every session read back and checked."""
     from tqdm import tqdm
 
     with tempfile.TemporaryDirectory(prefix="medhx-load-") as tmp:
-        session = {**(agent_cfg.get("session") or {}), "store": store, "dir": tmp, "max_turns": 4 * cfg.turns + 4}
-        if store == "postgres":
-            url = cfg.postgres_url or os.environ.get(POSTGRES_ENV)
-            if not url:
-                raise ValueError(f"store postgres is listed but no postgres_url (or ${POSTGRES_ENV}) is set")
-            session["postgres_url"] = url
-            session["pool_size"] = min(cfg.interviews + 2, 32)
-        run_cfg = {**agent_cfg, "session": session}
+        run_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp)}
         plans = scripts(cfg.data, cfg.interviews, cfg.turns)
-        latencies: list[float] = []
-        errors: Counter[str] = Counter()
-        sent: dict[str, list[str]] = {}  # lines whose send returned
-        attempted: dict[str, list[str]] = {}  # every line sent, answered or not
-        lock = threading.Lock()
         with SessionStore(run_cfg) as sessions:
             sessions.agent()  # build the modules (and reach the model server) before the clock starts
-            bar = tqdm(total=cfg.interviews * cfg.turns, desc=f"load-bench {store}", unit="turn", disable=not progress)
-
-            def interview(lines: list[str]) -> None:
-                try:
-                    s = sessions.start(f"load-{uuid.uuid4().hex[:10]}")
-                except Exception as exc:  # counted, never raised: the run goes on
-                    with lock:
-                        errors[f"start: {type(exc).__name__}"] += 1
-                        bar.update(len(lines))
-                    return
-                accepted: list[str] = []
-                tried: list[str] = []
-                for line in lines:
-                    tried.append(line)
-                    t0 = time.perf_counter()
-                    try:
-                        s.send(line, key=uuid.uuid4().hex)
-                        took = time.perf_counter() - t0
-                        accepted.append(line)
-                        with lock:
-                            latencies.append(took)
-                    except Exception as exc:
-                        with lock:
-                            errors[type(exc).__name__] += 1
-                    finally:
-                        with lock:
-                            bar.update(1)
-                    if s.waiting_for() is None:  # the interview closed early: nothing more to send
-                        with lock:
-                            bar.update(len(lines) - len(accepted))
-                        break
-                with lock:
-                    sent[s.id] = accepted
-                    attempted[s.id] = tried
-
+            tally = Tally(bar=tqdm(total=cfg.interviews * cfg.turns, desc=f"load-bench {store}", unit="turn",
+                                   disable=not progress))
             t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=cfg.interviews) as pool:
-                for fut in as_completed([pool.submit(interview, plan) for plan in plans]):
+                for fut in as_completed([pool.submit(interview, sessions, plan, tally) for plan in plans]):
                     fut.result()
             wall = time.perf_counter() - t0
-            bar.close()
-            lost = duplicated = 0
-            fallbacks: Counter[str] = Counter()
-            for sid, accepted in sent.items():
-                st = sessions.resume(sid).state()
-                for t in st.doctor_turns()[1:]:  # answers to patient turns
-                    for module in (t.meta.get("fallback") or {}) if isinstance(t.meta.get("fallback"), dict) else ():
-                        fallbacks[module] += 1
-                stored = Counter(t.text for t in st.patient_turns())
-                lost += sum((Counter(accepted) - stored).values())
-                duplicated += sum((stored - Counter(attempted[sid])).values())
+            tally.bar.close()
+            lost, duplicated, fallbacks = read_back(sessions, tally)
             where = sessions.describe().split("@")[-1] if store == "postgres" else "sqlite (temporary directory)"
+    latencies, errors = tally.latencies, tally.errors
     turns = len(latencies)
     return {
         "store": store, "where": where, "interviews": cfg.interviews, "turns_sent": cfg.interviews * cfg.turns,

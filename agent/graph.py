@@ -31,6 +31,10 @@ from agent.graph_state import InterviewState
 from policies.agent_config import check_agent_config, resolve_agent_paths
 from policies.registry import build_modules, make_template_nlg
 
+TURN_NODES = ("patient", "nlu", "track", "safety", "policy", "nlg", "review", "speak")
+"""A turn's nodes in the order they run (the edges of :func:`build_graph`): the console reads it to say which node a
+long turn is in and to order its timing table."""
+
 
 def build_graph(agent: Agent | Callable[[], Agent], checkpointer: Any = None):
     """Compile the interview graph. ``agent`` may be a zero-argument factory, called on the

@@ -17,8 +17,9 @@ from markdown_it import MarkdownIt
 
 from agent import cmas
 from agent.export import export_session, summary_markdown
+from agent.graph import TURN_NODES
 from agent.graph_state import InterviewState, Turn
-from agent.safety import LEVELS
+from agent.safety import level_rank
 from agent.sessions import SessionInfo
 
 GROUP_LABELS = {
@@ -32,7 +33,6 @@ STATUS_WORDS = {"avail": "available", "unavail": "unavailable", "not_traveled": 
 STATUS_CLASS = {0: "pos", 1: "neg", 2: "unk"}
 RECORD_STATUS_CLASS = {"traveled": "pos", "not_traveled": "neg", "true": "pos", "false": "neg", "living": "pos",
                        "not_living": "neg"}
-NODE_ORDER = ("nlu", "track", "safety", "policy", "nlg", "review")
 WAITING_WORDS = {"patient": "waiting for the patient", "review": "awaiting review", "running": "turn interrupted",
                  None: "ended"}
 
@@ -175,9 +175,8 @@ def red_flag_banner(flags: list[dict]) -> str:
     """One banner per fired rule, most severe first: the level (word and colour), the message, rule and evidence."""
     if not flags:
         return ""
-    order = {level: i for i, level in enumerate(LEVELS)}
     rows = []
-    for f in sorted(flags, key=lambda f: order.get(str(f.get("level")), len(LEVELS))):
+    for f in sorted(flags, key=lambda f: level_rank(str(f.get("level")))):
         level = str(f.get("level") or "urgent")
         turn = f" · patient turn {f['turn']}" if f.get("turn") is not None else ""
         ev = _evidence(f)
@@ -219,7 +218,7 @@ def latency_table(turns: list[Turn], limit: int = 12) -> str:
     rows = [t for t in turns if t.speaker == "doctor" and t.latency][-limit:]
     if not rows:
         return "_No timed turns yet._"
-    nodes = [n for n in NODE_ORDER if any(n in t.latency for t in rows)]
+    nodes = [n for n in TURN_NODES if any(n in t.latency for t in rows)]  # the timed ones, in graph order
     nodes += sorted({n for t in rows for n in t.latency} - set(nodes))
     head = "| turn | " + " | ".join(nodes) + " | total |\n|---|" + "---|" * (len(nodes) + 1)
     lines = [f"| {t.index} | " + " | ".join(_ms(t.latency[n]) if n in t.latency else "" for n in nodes)

@@ -26,13 +26,15 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
 from agent import safety
 from agent.export import ExportError, export_session
-from agent.graph import build_agent
+from agent.graph import TURN_NODES, build_agent
 from agent.graph_nodes import Agent
 from agent.graph_state import InterviewState
 from agent.protocol import TurnContext
@@ -47,6 +49,8 @@ log = logging.getLogger(__name__)
 EXPORT_SUFFIX = {"meditod": "meditod.json", "note": "note.md", "html": "note.html"}
 BUSY = ("Session busy: another tab or clinician is running a turn of this interview right now. "
         "Wait for it to finish, then try again (nothing was sent).")
+NEXT_NODE = dict(zip(TURN_NODES[:-1], TURN_NODES[1:], strict=True))
+"""The node that runs after each one: a finished node tells which node a long turn is in now."""
 
 
 def user_message(exc: BaseException) -> str:
@@ -126,6 +130,41 @@ class TurnRun:
             if event is self.DONE:
                 return
             yield event
+
+
+@dataclass
+class TurnProgress:
+    """A running turn as far as its events tell: the one reading of a :class:`TurnRun`'s events, for the page (which
+    shows it as it grows) and the API (which returns the nodes that ran)."""
+
+    nodes: list[str] = field(default_factory=list)  # the graph nodes finished, in order
+    latency: dict[str, float] = field(default_factory=dict)  # seconds per finished timed node
+    running: str = "nlu"  # the node running now
+    started: float = field(default_factory=time.monotonic)
+
+    def follow(self, run: TurnRun) -> Iterator[Literal["timed", "tick"]]:
+        """Record ``run``'s events here until the turn ends; yields ``timed`` when a node's latency came (something
+        new to draw) and ``tick`` every second without an event (only time has passed)."""
+        for event in run.follow():
+            if event is None:
+                yield "tick"
+            elif event.get("type") == "update":
+                self.nodes.append(event["node"])
+                self.running = NEXT_NODE.get(event["node"], self.running)
+            elif event.get("type") == "custom" and event.get("event") == "latency":
+                self.latency[event["node"]] = float(event["seconds"])
+                yield "timed"
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """Where a turn or a review left the session: its state and what it waits for (None: ended)."""
+
+    state: InterviewState
+    waiting: str | None
 
 
 class Console:
@@ -276,12 +315,19 @@ class Console:
             lock.release()
             raise
 
-    def review(self, variant: Variant, session_id: str, user: str, decision: dict) -> None:
-        """Answer the review interrupt as ``user`` (recorded with the time in the session's review edits)."""
+    def review(self, variant: Variant, session_id: str, user: str, decision: dict) -> TurnEnd:
+        """Answer the review interrupt as ``user`` (recorded with the time in the session's review edits); where it
+        left the session."""
         self.session(session_id, user)
         store = self.store(variant)
         with self.turn_lock(session_id):
             Session(store, session_id).review(decision, by=user)
+        return self.turn_end(session_id, user)
+
+    def turn_end(self, session_id: str, user: str) -> TurnEnd:
+        """The session after a turn (:meth:`begin_turn`, followed to its end) or a review."""
+        session = self.session(session_id, user)
+        return TurnEnd(session.state(), session.waiting_for())
 
     def settle(self, variant: Variant, session_id: str, user: str) -> None:
         """Finish a turn a crash or restart left half-done (the store resumes from the last finished node)."""

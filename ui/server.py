@@ -16,9 +16,10 @@ import gradio as gr
 import uvicorn
 from fastapi import FastAPI
 
-from ui.app import APP_CSS, build_blocks
+from ui.app import build_blocks
 from ui.auth import Credentials, LoginSessions, check_can_start, install_login
 from ui.console import Console
+from ui.layout import APP_CSS
 from ui.settings import UISettings
 
 SHUTDOWN_GRACE_S = 3

@@ -53,6 +53,16 @@ def conversation_rules():
     rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
         {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))
+    # A new clause ends a denial: "I've lost weight without trying, and today I've been sick", "I'm not eating
+    # more, my skin's dry". A list keeps it ("no fever, chills or sweats"): only a clause's subject after the
+    # comma or "and" ends it.
+    rules.append(ConTextRule("new clause", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";", "and", "so"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"IN": CLAUSE_SUBJECTS}}]))
+    # "My hearing's fine", "swallowing is normal", "I can breathe fine": a verdict after the mention denies it (the
+    # one backward cue: three tokens, so "I feel fine in myself" denies nothing said before).
+    rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
+        {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
+        {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
     # A new clause about the patient ends a relative's scope: "my brother had a heart attack and I get chest pain".
     rules.append(ConTextRule("and i", "FAMILY", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
@@ -69,6 +79,10 @@ def conversation_rules():
                           pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back]
     return rules
 
+
+CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "they", "he", "she", "we", "today", "now",
+                   "yesterday", "this", "then", "since"]
+"""Words that start a new clause after a comma or "and" (spaCy splits "I've" into "I" and "'ve")."""
 
 KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
 father-in-law mother-in-law""".split())
@@ -104,37 +118,89 @@ class PhraseFinder:
         from spacy.matcher import PhraseMatcher
 
         nlp = context_pipeline()
-        matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        exact = PhraseMatcher(nlp.vocab, attr="LOWER")
+        inflected = PhraseMatcher(nlp.vocab, attr="NORM")
         keys: dict[str, str] = {}
         for i, (phrase, key) in enumerate(self._phrases):
             label = f"P{i}"
             keys[label] = key
-            matcher.add(label, [nlp.make_doc(phrase)])
-        return nlp, matcher, keys
+            doc = nlp.make_doc(phrase)
+            exact.add(label, [doc])
+            if len(doc) > 1 or len(word_stem(doc[0].lower_)) >= 4:  # "fits" must not match "fit"
+                inflected.add(label, [_stemmed(doc)])
+        return nlp, (exact, inflected), keys
 
     def find(self, text: str) -> tuple[list[Found], list[str]]:
-        """The matches in ``text`` and its sentences (as written)."""
+        """The matches in ``text`` and its sentences (as written). A phrase matches as written or inflected ("heart
+        racing" finds "my heart races", "throw up" finds "I've thrown up"): the pipeline has no lemmatizer (no model
+        can be downloaded here), so both sides are compared through :func:`word_stem`."""
         from spacy.tokens import Span
         from spacy.util import filter_spans
 
         if not text.strip():
             return [], []
-        nlp, matcher, keys = self._pipeline
+        nlp, (exact, inflected), keys = self._pipeline
         doc = nlp.make_doc(text)
         for name, proc in nlp.pipeline:
             if name == "medspacy_context":
-                doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in matcher(doc)])
+                norms = [t.norm_ for t in doc]
+                found = [*exact(doc), *inflected(_stemmed(doc))]
+                for t, n in zip(doc, norms):
+                    t.norm_ = n  # ConText reads the tokens as written
+                doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in found])
             doc = proc(doc)
         sents = list(doc.sents)
         out = []
         for ent in doc.ents:
             sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
-            kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start}
+            kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start or m.direction == "BACKWARD"}
             status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
             offset = sents[sent].start_char
             out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+
+_IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose", "bled": "bleed", "fell": "fall",
+              "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
+              "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",
+              "ate": "eat", "eaten": "eat", "slept": "sleep", "kept": "keep", "began": "begin", "begun": "begin",
+              "sweated": "sweat", "shook": "shake", "shaken": "shake", "passes": "pass", "passed": "pass"}
+
+
+def word_stem(word: str) -> str:
+    """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"): enough
+    to let a lexicon phrase match its inflections. Short words are left alone, so no two everyday words of four
+    letters or fewer meet."""
+    w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if not w.isalpha():
+        return w
+    if len(w) <= 4:
+        return w[:-1] if len(w) == 4 and w.endswith("e") else w  # "race" meets "races"; "fits" stays
+    if w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"
+    elif w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+        w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+        w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
+    elif w.endswith(("ches", "shes", "sses", "xes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")):
+        w = w[:-1]
+    return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+def _stemmed(doc):
+    """``doc`` with each token's NORM set to its stem (what the inflection matcher compares)."""
+    for t in doc:
+        t.norm_ = word_stem(t.lower_)
+    return doc
 
 
 def context_pipeline():

@@ -24,11 +24,13 @@ from pathlib import Path
 
 import yaml
 
+from agent import cmas
 from agent.paths import REPO_ROOT
 
 HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
 DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
 LAY_GLOSSARY = REPO_ROOT / "configs" / "vocabulary" / "lay_glossary.yaml"
+COMMON_NAMES = REPO_ROOT / "configs" / "vocabulary" / "common_names.yaml"
 
 _SYNONYM = re.compile(r'^synonym: "([^"]+)" (EXACT|RELATED|BROAD|NARROW)(?: (\w+))?', re.M)
 _HPO_ID = re.compile(r"^HP:\d{7}$")
@@ -104,20 +106,27 @@ def _load(path: Path) -> dict:
     return raw
 
 
+HPO_SECTIONS = {"symptom": ("symptom",), "condition": ("medical_history", "family_history")}
+"""Sections of ``hpo_terms.yaml`` -> the CMAS slot types their values join: a condition is the patient's history
+or a relative's (the NLU's ConText decides which)."""
+
+
 @lru_cache(maxsize=2)
-def hpo_selection(path: str | Path = HPO_TERMS) -> dict[str, str]:
-    """value -> HPO id, checked against the installed release."""
+def hpo_selection(path: str | Path = HPO_TERMS) -> dict[str, dict[str, str]]:
+    """section -> {value -> HPO id}, checked against the installed release."""
     raw = _load(Path(path))
-    if set(raw) - {"symptom"}:
-        raise LayTermsError(f"{path}: only 'symptom' is read, got {sorted(raw)}")
-    out = {}
+    if unknown := set(raw) - set(HPO_SECTIONS):
+        raise LayTermsError(f"{path}: unknown sections {sorted(unknown)}; allowed: {sorted(HPO_SECTIONS)}")
     _, terms = read_hpo()
-    for value, hid in (raw.get("symptom") or {}).items():
-        if not isinstance(hid, str) or not _HPO_ID.match(hid):
-            raise LayTermsError(f"{path}: symptom.{value}: {hid!r} is not an HPO id (HP:0000000)")
-        if hid not in terms:
-            raise LayTermsError(f"{path}: symptom.{value}: {hid} is not a current term of the installed HPO release")
-        out[_norm(str(value))] = hid
+    out: dict[str, dict[str, str]] = {}
+    for section in HPO_SECTIONS:
+        out[section] = {}
+        for value, hid in (raw.get(section) or {}).items():
+            if not isinstance(hid, str) or not _HPO_ID.match(hid):
+                raise LayTermsError(f"{path}: {section}.{value}: {hid!r} is not an HPO id (HP:0000000)")
+            if hid not in terms:
+                raise LayTermsError(f"{path}: {section}.{value}: {hid} is not a current term of the installed HPO release")
+            out[section][_norm(str(value))] = hid
     return out
 
 
@@ -141,23 +150,72 @@ def drug_classes(path: str | Path = DRUG_CLASSES) -> dict[str, tuple[str, tuple[
 
 def extra_terms() -> dict[str, list[str]]:
     """slot type -> the values these sources add to the vocabulary (known terms; no MediTOD ontology code)."""
-    return {"symptom": sorted(hpo_selection()), "medication": sorted(drug_classes())}
+    out: dict[str, list[str]] = {"medication": sorted(drug_classes())}
+    for section, values in hpo_selection().items():
+        for base in HPO_SECTIONS[section]:
+            out.setdefault(base, []).extend(sorted(values))
+    return out
 
 
 @lru_cache(maxsize=1)
 def lay_phrases() -> tuple[LayPhrase, ...]:
-    """Every phrase the two sources give, with the value it names and where it comes from."""
+    """Every phrase the two sources give, with the value it names and where it comes from. A condition's phrases
+    have ``base`` ``condition`` (the NLU's pseudo slot type for the patient's or a relative's history)."""
     _, terms = read_hpo()
     out: list[LayPhrase] = []
-    for value, hid in hpo_selection().items():
-        t = terms[hid]
-        for kind, phrases in (("label", (t.label,)), ("exact", t.exact), ("layperson", t.layperson)):
-            for p in phrases:
-                if _speakable(_norm(p)):
-                    out.append(LayPhrase("symptom", value, _norm(p), f"HPO {hid} {kind}"))
+    for section, values in hpo_selection().items():
+        for value, hid in values.items():
+            for kind, phrase in _hpo_names(terms[hid]):
+                out.append(LayPhrase(section, value, phrase, f"HPO {hid} {kind}"))
     for value, (source, names) in drug_classes().items():
         out.extend(LayPhrase("medication", value, n, source) for n in names)
     return tuple(out)
+
+
+def _hpo_names(term: HpoTerm) -> list[tuple[str, str]]:
+    """``(kind, phrase)`` of the speakable names of ``term``: its label, exact and layperson synonyms."""
+    out = []
+    for kind, phrases in (("label", (term.label,)), ("exact", term.exact), ("layperson", term.layperson)):
+        out += [(kind, _norm(p)) for p in phrases if _speakable(_norm(p))]
+    return out
+
+
+@lru_cache(maxsize=2)
+def common_names(path: str | Path = COMMON_NAMES) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    """slot type -> {value -> (source, names)} of the curated everyday names."""
+    raw = _load(Path(path))
+    out: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+    for base, entries in raw.items():
+        if base not in cmas.SLOTS or not isinstance(entries, dict):
+            raise LayTermsError(f"{path}: {base!r}: expected a CMAS slot type mapping value -> {{source, names}}")
+        for value, entry in entries.items():
+            where = f"{path}: {base}.{value}"
+            if not isinstance(entry, dict) or set(entry) != {"source", "names"}:
+                raise LayTermsError(f"{where}: expected exactly 'source' and 'names'")
+            if not isinstance(entry["source"], str) or not entry["source"].strip():
+                raise LayTermsError(f"{where}: every entry cites its source")
+            names = entry["names"]
+            if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+                raise LayTermsError(f"{where}: 'names' must be a list of names")
+            out.setdefault(base, {})[_norm(str(value))] = (entry["source"].strip(), tuple(_norm(n) for n in names))
+    return out
+
+
+@lru_cache(maxsize=1)
+def other_names() -> dict[str, dict[str, str]]:
+    """slot type -> {name -> value}: the names these sources give a vocabulary value (an HPO term's label and
+    synonyms, a drug class's member and brand names), so that two spellings of one concept are one item
+    ("hypothyroidism" and "underactive thyroid"; "diabetes mellitus" and the HPO label). A name two values share
+    names neither."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    named = [(lay.base, lay.value, lay.phrase) for lay in lay_phrases()]
+    for base, entries in common_names().items():
+        kind = "condition" if base == "medical_history" else base
+        named += [(kind, value, n) for value, (_, names) in entries.items() for n in (value, *names)]
+    for kind, value, name in named:
+        for base in HPO_SECTIONS.get(kind, (kind,)):
+            seen.setdefault(base, {}).setdefault(name, set()).add(value)
+    return {base: {n: next(iter(vs)) for n, vs in names.items() if len(vs) == 1} for base, names in seen.items()}
 
 
 @lru_cache(maxsize=2)

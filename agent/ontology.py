@@ -10,6 +10,7 @@ policies and the red-flag rules can tell whether two values name the same thing.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -127,10 +128,13 @@ def load_ontology(path: str | Path = DEFAULT_ONTOLOGY) -> Ontology:
 @dataclass
 class Vocabulary:
     """Resolves a slot value to its ontology code: the code itself, the mapping table, or a
-    symptom keyword that names exactly one code. ``None`` means no ontology concept."""
+    symptom keyword that names exactly one code. ``None`` means no ontology concept. ``names`` holds the other
+    names of known values (``agent.lay_terms.other_names``: HPO labels and synonyms, drug-class members, everyday
+    names), through which two spellings of one concept are one item (:meth:`same`)."""
 
     ontology: Ontology
     table: dict[str, dict[str, str | None]]
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def code(self, base: str, value: str) -> str | None:
         """The ontology code ``value`` names as slot type ``base``: the code itself, the mapping table, or (for
@@ -159,11 +163,35 @@ class Vocabulary:
         v = normalize(value)
         return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})
 
+    def canonical(self, base: str, value: str) -> str | None:
+        """What ``value`` stands for as slot type ``base``: ``code:<ontology code>``, else ``term:<known value>``
+        (the value itself, or the known value it is another name of, British spellings read as US ones:
+        "hypercholesterolaemia", "oedema"); None when the vocabulary does not know it."""
+        for form in dict.fromkeys((normalize(value), _us_spelling(normalize(value)))):
+            target = form if self.known(base, form) else self.names.get(base, {}).get(form)
+            if target is None and (c := self.code(base, form)) is not None:
+                return f"code:{c}"
+            if target is not None:
+                c = self.code(base, target)
+                return f"code:{c}" if c is not None else f"term:{target}"
+        return None
+
     def same(self, base: str, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` name one concept of slot type ``base``: equal, one ontology code, or one known
+        value through its other names. The one item identity (state merge, policy, cards, simulators, scorers)."""
         if normalize(a) == normalize(b):
             return True
-        ca = self.code(base, a)
-        return ca is not None and ca == self.code(base, b)
+        ca = self.canonical(base, a)
+        return ca is not None and ca == self.canonical(base, b)
+
+
+_BRITISH = re.compile(r"(?<=[a-z])(ae|oe)(?=[a-z])")
+
+
+def _us_spelling(form: str) -> str:
+    """``haematuria`` -> ``hematuria``, ``oedema`` -> ``edema``: the US spelling the MediTOD release mostly uses."""
+    out = _BRITISH.sub(lambda m: "e", form)
+    return re.sub(r"^oe", "e", out)
 
 
 def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | None = None,
@@ -187,12 +215,18 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
             table[base][normalize(str(term))] = code
     vocab = Vocabulary(onto, table)
     if extra:
-        from agent.lay_terms import extra_terms  # the sources beyond MediTOD (HPO, drug classes)
+        from agent.lay_terms import common_names, extra_terms, other_names  # the sources beyond MediTOD
 
         for base, values in extra_terms().items():
             for value in values:
                 if not vocab.known(base, value):  # a keyword of an ontology entry keeps pointing at its code
                     table.setdefault(base, {})[value] = vocab.code(base, value)
+        for base, entries in common_names().items():
+            for value in entries:
+                if not vocab.known(base, value):
+                    raise VocabularyError(f"common names: {base}.{value} is not a value the vocabulary knows")
+        vocab.names = {base: {n: v for n, v in names.items() if vocab.known(base, v)}
+                       for base, names in other_names().items()}
     return vocab
 
 

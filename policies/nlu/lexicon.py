@@ -88,6 +88,16 @@ def _usable_keyword(k: str) -> bool:
     return len(words) <= _MAX_KEYWORD_WORDS and not (len(words) == 1 and k in _NOT_A_SYMPTOM_WORD)
 
 
+def _number_forms(phrase: str) -> tuple[str, ...]:
+    """An ontology name and its other grammatical number ("urinary tract infections" and "... infection"): HPO
+    labels a term in one number, a patient says either, and the phrase matcher compares whole words."""
+    head, _, last = phrase.rpartition(" ")
+    if not head or len(last) < 4 or last.endswith(("ss", "us", "is")):
+        return (phrase,)
+    other = last[:-1] if last.endswith("s") else f"{last}s"
+    return phrase, f"{head} {other}"
+
+
 def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]]) -> list[Term]:
     """Ontology keywords, attached to the lexicon value that shares their code (or to the code itself)."""
     out: list[Term] = []
@@ -133,9 +143,11 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
     terms += [Term(p, CONDITION, v) for v, ps in conditions.items() for p in ps]
     explicit = {t.phrase for t in terms}
     for lay in lay_phrases() if lay_terms else ():  # HPO labels and lay synonyms, drug-class names
-        if lay.phrase not in explicit and _usable_keyword(lay.phrase) and vocab.known(lay.base, lay.value):
-            terms.append(Term(lay.phrase, lay.base, lay.value))
-            explicit.add(lay.phrase)
+        slot = "medical_history" if lay.base == CONDITION else lay.base  # a condition is known as history
+        for phrase in _number_forms(lay.phrase):
+            if phrase not in explicit and _usable_keyword(phrase) and vocab.known(slot, lay.value):
+                terms.append(Term(phrase, lay.base, lay.value))
+                explicit.add(phrase)
     terms += [t for t in _ontology_terms(vocab, emitted) if t.phrase not in explicit]
     locations = {p: v for v, ps in _value_table(raw.get("locations") or {}, f"{path}: locations").items() for p in ps}
     factors = {p: v for v, ps in _value_table(raw.get("factors") or {}, f"{path}: factors").items() for p in ps}

@@ -1,0 +1,85 @@
+"""Mechanisms of issue 17 that read patients' wording, each tested in sentences written for this file (not taken
+from the development or held-aside material):
+
+- one item identity through the vocabulary's other names (HPO labels and synonyms, everyday names, British
+  spellings), and long-term conditions from the HPO that the state can now hold;
+- lexicon phrases found inflected ("heart racing" in "my heart races"), short words left exact;
+- ConText: a new clause ends a denial, a verdict after a mention ("is fine") denies it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from graph_fixtures import default_store
+
+from agent.clinical_text import PhraseFinder, word_stem
+from agent.ontology import default_vocabulary
+from eval.generalisation import find_status
+
+
+@pytest.mark.parametrize(("base", "a", "b"), [
+    ("medical_history", "type 2 diabetes", "diabetes mellitus"),  # everyday name
+    ("family_history", "overactive thyroid", "hyperthyroidism"),  # HPO exact synonym, a condition of a relative
+    ("medical_history", "arterial hypertension", "hypertensive disease"),  # HPO synonym -> MediTOD value
+    ("medication", "paracetamol", "acetaminophen"),  # INN and USAN
+    ("habit", "drinking", "alcohol abuse"),  # MediTOD's name for any drinking habit
+    ("symptom", "haematuria", "hematuria"),  # British spelling
+    ("symptom", "excessive sweating", "hyperhidrosis"),
+])
+def test_two_names_of_one_concept_are_one_item(base, a, b):
+    assert default_vocabulary().same(base, a, b)
+
+
+@pytest.mark.parametrize(("base", "a", "b"), [
+    ("medical_history", "asthma", "chronic obstructive airway disease"),
+    ("symptom", "cough", "fever"),
+    ("symptom", "pain", "chest pain"),
+    ("medication", "paracetamol", "nsaids"),
+])
+def test_different_concepts_stay_apart(base, a, b):
+    assert not default_vocabulary().same(base, a, b)
+
+
+def test_long_term_conditions_are_known_to_the_vocabulary():
+    vocab = default_vocabulary()
+    for value in ("hypothyroidism", "osteoarthritis", "gout", "chronic kidney disease", "heart failure"):
+        assert vocab.known("medical_history", value) and vocab.known("family_history", value), value
+
+
+def test_a_phrase_is_found_inflected_and_a_short_word_stays_exact():
+    finder = PhraseFinder([("heart racing", "palpitations"), ("throw up", "vomiting"), ("fits", "seizure")])
+    keys = lambda text: [f.key for f in finder.find(text)[0]]  # noqa: E731
+    assert keys("At night my heart races for no reason.") == ["palpitations"]
+    assert keys("I've thrown up twice since lunch.") == ["vomiting"]
+    assert keys("I keep myself fit by swimming.") == []
+    assert word_stem("fits") != word_stem("fit")
+
+
+@pytest.mark.parametrize(("said", "key", "status"), [
+    ("I don't get headaches, and now I have blurred vision.", "blurred vision", "positive"),
+    ("I haven't been eating much, my stomach feels bloated.", "bloated", "positive"),
+    ("No rash, blurred vision or headaches.", "blurred vision", "negative"),
+    ("My eyesight's fine, it's my knees that hurt.", "eyesight", "negative"),
+    ("Passing water is normal for me.", "passing water", "negative"),
+])
+def test_a_new_clause_ends_a_denial_and_a_verdict_after_a_mention_denies_it(said, key, status):
+    finder = PhraseFinder([(k, k) for k in ("blurred vision", "bloated", "eyesight", "passing water", "headaches")])
+    found = {f.key: f.status for f in finder.find(said)[0]}
+    assert found[key] == status, found
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    with default_store(tmp_path_factory.mktemp("wording")) as s:
+        yield s
+
+
+@pytest.mark.parametrize(("said", "slot", "value"), [
+    ("My GP says I've got an underactive thyroid, I take a tablet every morning.", "medical_history", "hypothyroidism"),
+    ("Dad had kidney stones twice.", "family_history", "nephrolithiasis"),
+    ("I was told years back that I have degenerative joint disease in my hips.", "medical_history", "osteoarthritis"),
+])
+def test_a_long_term_condition_in_the_patients_words_reaches_the_state(store, said, slot, value):
+    session = store.start()
+    session.send(said)
+    assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == "positive"

@@ -1,9 +1,14 @@
 """``medhx predict --config C --task nlu --split valid --out preds.jsonl``: a prediction file for ``medhx score``.
 
-The config is the agent's (``base_model``, ``backends: {name: {kind: ..}}`` and one section
-per module: ``nlu`` / ``policy`` / ``nlg`` with ``backend``, ``adapter``, ``mode``,
-``max_tokens``, ``history``, ``constrained`` and, for ``mode: icl``, ``retrieval``), so
-the same YAML that runs the live agent evaluates its modules.
+The config is the agent's, and the module is built by the registry that builds the live agent
+(:mod:`policies.registry`), so the same YAML that runs the agent evaluates its modules: for ``--task nlu`` the
+agent's NLU, whatever its kind; for ``pol`` / ``nlg`` the LLM module of the ``policy`` / ``nlg`` section (a model or
+hybrid policy's model, a model NLG without its template fallback), with the section's backend, adapter, prompt
+mode, ``max_tokens``, ``history``, ``constrained`` and, for ``mode: icl``, ``exemplars``. ``--mode`` and
+``--adapter`` are written into that section, so they apply where its kind takes them.
+
+An LLM module predicts the whole split in one batched backend call; any other NLU runs turn by turn with the gold
+past (teacher-forced), its frames admitted by the agent's grounding.
 """
 
 from __future__ import annotations
@@ -11,55 +16,36 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import time
 from pathlib import Path
-from typing import Any
 
 from agent import safety
 from agent.data import DEFAULT_DATA_DIR, load_dialogues, task_examples
 from agent.protocol import TurnContext
-from models.backends import make_backend
-from models.modules import predict, resolve_tokenizer
-from models.parsing import ParseStats
-from models.retrieval import ExemplarIndex
+from models.modules import LLMModule, prediction_row
 from policies.agent_config import load_config
-from policies.registry import build_modules
+from policies.registry import TASK_OF, Builder, Modules, build_modules, check_section
 
 log = logging.getLogger(__name__)
 
-SECTIONS = {"nlu": "nlu", "pol": "policy", "nlg": "nlg"}
-MODULE_KEYS = ("max_tokens", "history", "constrained", "k", "max_prompt_tokens", "schema_max_items", "schema_max_length")
+ROLE_OF = {task: role for role, task in TASK_OF.items()}  # the config section of each task: pol -> policy
 
 
-def backend_spec(config: dict, name: str) -> dict:
-    specs = config.get("backends") or {}
-    if name not in specs:
-        raise ValueError(f"config: backend {name!r} is not defined under 'backends' ({sorted(specs)})")
-    spec = {k: v for k, v in specs[name].items() if k != "tokenizer"}  # tokenizer: for the modules, not the backend
-    if spec.get("kind") in ("hf", "vllm-offline"):
-        spec.setdefault("model", config.get("base_model", "smollm2"))
-    return spec
+def predict_config(config: dict, task: str, data_dir: str, overrides: dict | None = None) -> dict:
+    """The agent config with ``overrides`` (``--mode``, ``--adapter``) written into the task's section, checked
+    by the registry (a key the section's kind does not take is an error that names the keys it takes).
 
-
-def module_settings(config: dict, task: str) -> dict:
-    section = SECTIONS[task]
-    cfg = config.get(section)
-    if not isinstance(cfg, dict):
-        raise ValueError(f"config: no {section!r} section for task {task}")
-    if cfg.get("kind", "model") not in ("model", "hybrid"):
-        raise ValueError(f"config: {section}.kind is {cfg.get('kind')!r}; predict needs an LLM module (kind: model)")
-    if not cfg.get("backend"):
-        raise ValueError(f"config: {section}.backend is required")
-    return cfg
-
-
-def build_retriever(settings: dict, task: str, data_dir: str, history: int | None) -> Any:
-    r = settings.get("retrieval") or {}
-    dialogues = load_dialogues(r.get("data", data_dir), r.get("split", "train"))
-    return ExemplarIndex.build(dialogues, task, history=history, encoder_path=r.get("encoder"),
-                               cache_dir=r.get("cache_dir"))
-
-
-NON_LLM_NLU = ("clinical", "ensemble", "gold")
+    In ``icl`` mode the exemplars come from the predicted dataset (``data_dir``), split ``train``, unless the
+    section's ``exemplars`` says otherwise: a run on the licensed MediTOD draws its exemplars from its training
+    split, not from the two bundled dialogues the live agent falls back on."""
+    role = ROLE_OF[task]
+    section = {**Builder(config).section(role), **(overrides or {})}
+    settings = check_section(role, section)
+    if settings.get("mode") == "icl" and "exemplars" in settings:  # a kind that takes exemplar settings
+        exemplars = dict(section.get("exemplars") or {})
+        exemplars["data"] = exemplars.get("data") or data_dir
+        section["exemplars"] = exemplars
+    return {**config, role: section}
 
 
 def teacher_forced_contexts(dialogues) -> list[tuple[str, int, TurnContext]]:
@@ -101,80 +87,87 @@ def teacher_forced_doctor_contexts(dialogues) -> dict[tuple[str, int], TurnConte
     return out
 
 
-def run_predict_nlu_module(config: dict, data_dir: str, split: str, out: str | Path, limit: int | None = None,
-                           progress: bool = True) -> dict:
-    """``medhx predict --task nlu`` for any NLU kind the config names (clinical, ensemble, gold, model): the
-    agent's own NLU module, turn by turn, with the gold previous doctor actions as context."""
-    import time
+def predict_llm(module: LLMModule, task: str, data_dir: str, split: str, limit: int | None,
+                progress: bool) -> list[dict]:
+    """Prediction rows of an LLM module over a split's ``task`` turns, in one batched backend call."""
+    examples = task_examples(task, load_dialogues(data_dir, split), module.history)  # type: ignore[arg-type]
+    if not examples:
+        raise ValueError(f"no {task} turns in split {split!r} of {data_dir}")
+    examples = examples[:limit] if limit else examples
+    outs = module.run_examples(examples, progress=progress)
+    return [prediction_row(e, o) for e, o in zip(examples, outs, strict=True)]
 
+
+def predict_nlu_turns(agent: Modules, kind: str, data_dir: str, split: str, limit: int | None,
+                      progress: bool) -> tuple[list[dict], list[float]]:
+    """The agent's NLU turn by turn, with the gold previous doctor actions as context, its frames admitted by the
+    agent's grounding (any NLU kind: clinical, ensemble, gold, a researcher's own); rows and seconds per turn."""
     from tqdm import tqdm
 
     contexts = teacher_forced_contexts(load_dialogues(data_dir, split))
     if not contexts:
         raise ValueError(f"no nlu turns in split {split!r} of {data_dir}")
     contexts = contexts[:limit] if limit else contexts
-    agent = build_modules(config)
     rows, seconds = [], []
-    try:
-        for dialog_id, uttr_id, ctx in tqdm(contexts, desc=f"nlu ({config['nlu']['kind']})", disable=not progress):
-            t0 = time.perf_counter()
-            result = agent.nlu.understand(ctx)
-            admitted = safety.admit_frames(result.value, agent.nlu_vocabulary,
-                                           ctx.turns[-1][1] if agent.nlu_ground_words else None)
-            seconds.append(time.perf_counter() - t0)
-            rows.append({"dialog_id": dialog_id, "uttr_id": uttr_id, "prediction": admitted.frames, "raw": result.raw,
-                         "format_error": result.format_error, "extra": {**result.extra, **admitted.rejected} or None,
-                         "latency_s": round(seconds[-1], 6)})
-    finally:
-        agent.close()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    ms = sorted(1000 * x for x in seconds)
-    return {"task": "nlu", "kind": config["nlu"]["kind"], "split": split, "rows": len(rows), "out": str(out),
-            "ms_per_turn_mean": round(sum(ms) / len(ms), 3), "ms_per_turn_p50": round(ms[len(ms) // 2], 3)}
+    for dialog_id, uttr_id, ctx in tqdm(contexts, desc=f"nlu ({kind})", disable=not progress):
+        t0 = time.perf_counter()
+        result = agent.nlu.understand(ctx)
+        admitted = safety.admit_frames(result.value, agent.nlu_vocabulary,
+                                       ctx.turns[-1][1] if agent.nlu_ground_words else None)
+        seconds.append(time.perf_counter() - t0)
+        rows.append({"dialog_id": dialog_id, "uttr_id": uttr_id, "prediction": admitted.frames, "raw": result.raw,
+                     "format_error": result.format_error, "extra": {**result.extra, **admitted.rejected} or None,
+                     "latency_s": round(seconds[-1], 6)})
+    return rows, seconds
 
 
 def run_predict(config: dict, task: str, data_dir: str, split: str, out: str | Path, limit: int | None = None,
                 overrides: dict | None = None, progress: bool = True) -> dict:
-    if task == "nlu" and (config.get("nlu") or {}).get("kind") in NON_LLM_NLU:
-        if overrides:
-            raise ValueError(f"--mode/--adapter apply to kind: model, not nlu kind {config['nlu']['kind']!r}")
-        return run_predict_nlu_module(config, data_dir, split, out, limit, progress)
-    settings = {**module_settings(config, task), **(overrides or {})}
-    examples = task_examples(task, load_dialogues(data_dir, split), settings.get("history", 4))  # type: ignore[arg-type]
-    if not examples:
-        raise ValueError(f"no {task} turns in split {split!r} of {data_dir}")
-    examples = examples[:limit] if limit else examples
-    mode = settings.get("mode", "supervised")
-    retriever = build_retriever(settings, task, data_dir, settings.get("history", 4)) if mode == "icl" else None
-    backend = make_backend(backend_spec(config, settings["backend"]))
-    try:
-        spec_tokenizer = (config.get("backends") or {}).get(settings["backend"], {}).get("tokenizer")
-        tokenizer = settings.get("tokenizer") or spec_tokenizer
-        if tokenizer is None:
-            try:
-                tokenizer = resolve_tokenizer(None, backend)
-            except ValueError:  # a remote server: the chat template comes from the local base model
-                tokenizer = config.get("base_model", "smollm2")
-        stats = ParseStats()
-        rows = predict(task, examples, backend, tokenizer=tokenizer, adapter=settings.get("adapter"), mode=mode,
-                       retriever=retriever, stats=stats, progress=progress,
-                       **{k: settings[k] for k in MODULE_KEYS if k in settings})
-    finally:
-        backend.close()
+    """Write ``out`` (JSON lines, the ``medhx score`` format) and return a summary of the run."""
+    config = predict_config(config, task, data_dir, overrides)
+    if task == "nlu":
+        agent = build_modules(config)  # the agent's own NLU, with its grounding
+        try:
+            if isinstance(agent.nlu, LLMModule):
+                module = agent.nlu
+                rows = predict_llm(module, task, data_dir, split, limit, progress)
+                summary = llm_summary(module)
+            else:
+                kind = config["nlu"]["kind"]
+                rows, seconds = predict_nlu_turns(agent, kind, data_dir, split, limit, progress)
+                ms = sorted(1000 * x for x in seconds)
+                summary = {"kind": kind, "ms_per_turn_mean": round(sum(ms) / len(ms), 3),
+                           "ms_per_turn_p50": round(ms[len(ms) // 2], 3)}
+        finally:
+            agent.close()
+    else:
+        role = ROLE_OF[task]
+        if "backend" not in check_section(role, config[role]):  # an LLM kind's settings name its backend
+            raise ValueError(f"config: {role}.kind is {config[role]['kind']!r}; predict needs an LLM module "
+                             "(kind: model)")
+        builder = Builder(config)
+        try:
+            module = builder.llm(role)
+            rows = predict_llm(module, task, data_dir, split, limit, progress)
+            summary = llm_summary(module)
+        finally:
+            for close in builder.closers:
+                close()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return {"task": task, "split": split, "rows": len(rows), "out": str(out), "mode": mode,
-            "adapter": settings.get("adapter"), "parse": stats.to_dict()}
+    return {"task": task, "split": split, "rows": len(rows), "out": str(out)} | summary
+
+
+def llm_summary(module: LLMModule) -> dict:
+    return {"mode": module.mode, "adapter": module.adapter, "parse": module.stats.to_dict()}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="run one module over a split (teacher-forced) and write a prediction file for "
                                        "medhx score; --task nlu runs whatever NLU kind the config names")
     p.add_argument("--config", required=True, help="agent YAML with backends and nlu/policy/nlg sections")
-    p.add_argument("--task", required=True, choices=tuple(SECTIONS))
+    p.add_argument("--task", required=True, choices=tuple(ROLE_OF))
     p.add_argument("--data", default=str(DEFAULT_DATA_DIR), help="directory with dialogs.json and *_ids.json")
     p.add_argument("--split", default="valid")
     p.add_argument("--out", required=True, help="prediction file to write (JSON lines)")

@@ -11,6 +11,7 @@ import yaml
 from graph_fixtures import REPO
 
 from eval import bench_speed as bs
+from eval import bench_speed_engines as engines
 from eval import live_latency as live
 
 
@@ -113,9 +114,9 @@ def test_long_schema_forces_the_frame_count_and_leaves_the_nlu_schema_alone():
 
 def test_pick_fastest_and_dtype_choice_record_why():
     assert bs.pick_fastest({"bfloat16": 3.0, "float32": 1.5}) == "float32"
-    c = bs._choice("float32", {"bfloat16": 3.0, "float32": 1.5}, 4, 16, 1)
+    c = engines._choice("float32", {"bfloat16": 3.0, "float32": 1.5}, 4, 16, 1)
     assert c["dtype"] == "float32" and c["why"].startswith("fastest") and "bfloat16 3.00 s" in c["why"]
-    assert "no probe" in bs._choice("float32", {}, 4, 16, 1)["why"]
+    assert "no probe" in engines._choice("float32", {}, 4, 16, 1)["why"]
 
 
 def test_omp_bind_all_means_every_core():

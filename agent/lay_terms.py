@@ -136,16 +136,20 @@ def drug_classes(path: str | Path = DRUG_CLASSES) -> dict[str, tuple[str, tuple[
     raw = _load(Path(path))
     out = {}
     for value, entry in (raw.get("medication") or {}).items():
-        where = f"{path}: medication.{value}"
-        if not isinstance(entry, dict) or set(entry) != {"source", "names"}:
-            raise LayTermsError(f"{where}: expected exactly 'source' and 'names'")
-        if not isinstance(entry["source"], str) or not entry["source"].strip():
-            raise LayTermsError(f"{where}: every class cites its source")
-        names = entry["names"]
-        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
-            raise LayTermsError(f"{where}: 'names' must be a list of names")
-        out[_norm(str(value))] = (entry["source"].strip(), tuple(_norm(n) for n in names))
+        out[_norm(str(value))] = _sourced_names(entry, f"{path}: medication.{value}")
     return out
+
+
+def _sourced_names(entry: object, where: str) -> tuple[str, tuple[str, ...]]:
+    """``(source, names)`` of a curated entry ``{source, names}``: every entry cites where its names come from."""
+    if not isinstance(entry, dict) or set(entry) != {"source", "names"}:
+        raise LayTermsError(f"{where}: expected exactly 'source' and 'names'")
+    if not isinstance(entry["source"], str) or not entry["source"].strip():
+        raise LayTermsError(f"{where}: every entry cites its source")
+    names = entry["names"]
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise LayTermsError(f"{where}: 'names' must be a list of names")
+    return entry["source"].strip(), tuple(_norm(n) for n in names)
 
 
 def extra_terms() -> dict[str, list[str]]:
@@ -189,15 +193,7 @@ def common_names(path: str | Path = COMMON_NAMES) -> dict[str, dict[str, tuple[s
         if base not in cmas.SLOTS or not isinstance(entries, dict):
             raise LayTermsError(f"{path}: {base!r}: expected a CMAS slot type mapping value -> {{source, names}}")
         for value, entry in entries.items():
-            where = f"{path}: {base}.{value}"
-            if not isinstance(entry, dict) or set(entry) != {"source", "names"}:
-                raise LayTermsError(f"{where}: expected exactly 'source' and 'names'")
-            if not isinstance(entry["source"], str) or not entry["source"].strip():
-                raise LayTermsError(f"{where}: every entry cites its source")
-            names = entry["names"]
-            if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
-                raise LayTermsError(f"{where}: 'names' must be a list of names")
-            out.setdefault(base, {})[_norm(str(value))] = (entry["source"].strip(), tuple(_norm(n) for n in names))
+            out.setdefault(base, {})[_norm(str(value))] = _sourced_names(entry, f"{path}: {base}.{value}")
     return out
 
 

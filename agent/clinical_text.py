@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -50,6 +50,12 @@ def conversation_rules():
     # and does not negate the next clause.
     rules.append(ConTextRule("can't", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["ca", "could", "wo", "can"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}}]))
+    # "I've lost weight without trying", "I wet myself without realising": "without" + an intention or awareness
+    # word says how it happened, and denies nothing.
+    rules.append(ConTextRule("without trying", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": "without"}, {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
+        {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
+                          "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
     rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
         {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))
@@ -110,8 +116,9 @@ class Found:
 class PhraseFinder:
     """Phrases -> keys, found with their ConText status. The pipeline is built on first use (about 3 s)."""
 
-    def __init__(self, phrases: Iterable[tuple[str, str]]):
+    def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None):
         self._phrases = list(phrases)  # (phrase, key)
+        self._words = words  # a single word -> key, for open sets no list spells out (generic drugs by INN stem)
 
     @cached_property
     def _pipeline(self):
@@ -147,6 +154,8 @@ class PhraseFinder:
                 found = [*exact(doc), *inflected(_stemmed(doc))]
                 for t, n in zip(doc, norms):
                     t.norm_ = n  # ConText reads the tokens as written
+                covered = {i for _, start, end in found for i in range(start, end)}
+                found += [m for m in self._word_matches(doc) if m[1] not in covered]  # a listed phrase wins
                 doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in found])
             doc = proc(doc)
         sents = list(doc.sents)
@@ -156,11 +165,23 @@ class PhraseFinder:
             kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start or m.direction == "BACKWARD"}
             status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
             offset = sents[sent].start_char
-            out.append(Found(keys[ent.label_], ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
+            out.append(Found(keys.get(ent.label_) or ent.label_.removeprefix(_WORD), ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
 
 
+    def _word_matches(self, doc) -> list[tuple[int, int, int]]:
+        """``(label, start, end)`` of each token the ``words`` function gives a key, labelled ``W:<key>``."""
+        if self._words is None:
+            return []
+        out = []
+        for t in doc:
+            if (key := self._words(t.lower_)) is not None:
+                out.append((doc.vocab.strings.add(_WORD + key), t.i, t.i + 1))
+        return out
+
+
+_WORD = "W:"
 _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose", "bled": "bleed", "fell": "fall",
               "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
               "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",
@@ -184,6 +205,8 @@ def word_stem(word: str) -> str:
     elif w.endswith("ing") and len(w) > 5:
         w = w[:-3]
         w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
+    elif w.endswith("ation") and len(w) > 7:  # "constipation" meets "constipated", "urination" "urinate"
+        w = w[:-3]
     elif w.endswith("ed") and len(w) > 4:
         w = w[:-2]
         w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w

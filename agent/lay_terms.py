@@ -1,7 +1,7 @@
 """Vocabulary beyond the 213 MediTOD dialogues, from well-kept sources: what patients commonly report, and the
 words they use for it.
 
-Two sources, each with its provenance in its own file:
+The sources, each with its provenance in its own file:
 
 - **Symptoms** (``configs/vocabulary/hpo_terms.yaml``): a curated list of Human Phenotype Ontology ids, each given
   a value in the dataset's style. The term's label, exact synonyms and layperson synonyms are read from the HPO
@@ -9,6 +9,9 @@ Two sources, each with its provenance in its own file:
   stanzas are read here; only ``synonym:`` lines and the label are used).
 - **Medication classes** (``configs/vocabulary/drug_classes.yaml``): curated, each class citing its WHO ATC code,
   with the generic, brand and lay names that name it.
+- **Medicines by their INN stem** (``configs/vocabulary/inn_stems.yaml``): the WHO's stem list, so a generic drug
+  no file names ("doxazosin") is known by its ending ("-osin": alpha blocker), recorded by the name the patient
+  said and one item with its class.
 
 :func:`extra_terms` feeds the vocabulary (``agent.ontology``: the new values become known terms that grounding,
 the red-flag rules and the policy accept) and :func:`lay_phrases` the clinical NLU's lexicon.
@@ -31,6 +34,7 @@ HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
 DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
 LAY_GLOSSARY = REPO_ROOT / "configs" / "vocabulary" / "lay_glossary.yaml"
 COMMON_NAMES = REPO_ROOT / "configs" / "vocabulary" / "common_names.yaml"
+INN_STEMS = REPO_ROOT / "configs" / "vocabulary" / "inn_stems.yaml"
 
 _SYNONYM = re.compile(r'^synonym: "([^"]+)" (EXACT|RELATED|BROAD|NARROW)(?: (\w+))?', re.M)
 _HPO_ID = re.compile(r"^HP:\d{7}$")
@@ -152,9 +156,46 @@ def _sourced_names(entry: object, where: str) -> tuple[str, tuple[str, ...]]:
     return entry["source"].strip(), tuple(_norm(n) for n in names)
 
 
+@dataclass(frozen=True)
+class InnStems:
+    """The WHO INN stems of ``inn_stems.yaml``: a generic drug's name ends with the stem of its class."""
+
+    stems: tuple[tuple[str, str], ...]  # (ending, class value), longest ending first
+    min_letters: int
+
+    def drug_class(self, word: str) -> str | None:
+        """The class value of the medicine ``word`` names by its INN stem ("doxazosin": alpha blocker), else None.
+        Only a single whole word long enough to be a generic name."""
+        w = word.strip().casefold()
+        if len(w) < self.min_letters or not w.isalpha():
+            return None
+        return next((cls for ending, cls in self.stems if w.endswith(ending)), None)
+
+
+@lru_cache(maxsize=2)
+def inn_stems(path: str | Path = INN_STEMS) -> InnStems:
+    raw = _load(Path(path))
+    if unknown := set(raw) - {"source", "min_letters", "stems"}:
+        raise LayTermsError(f"{path}: unknown keys {sorted(unknown)}")
+    if not isinstance(raw.get("source"), str) or not raw["source"].strip():
+        raise LayTermsError(f"{path}: 'source' (the WHO stem list) is required")
+    stems = []
+    for ending, entry in (raw.get("stems") or {}).items():
+        if not isinstance(entry, dict) or set(entry) != {"class", "meaning"} or not str(entry["class"]).strip():
+            raise LayTermsError(f"{path}: stems.{ending}: expected exactly 'class' and 'meaning'")
+        stems.append((str(ending).casefold(), _norm(str(entry["class"]))))
+    if not stems:
+        raise LayTermsError(f"{path}: 'stems' must list at least one stem")
+    min_letters = raw.get("min_letters", 7)
+    if not isinstance(min_letters, int) or min_letters < 5:
+        raise LayTermsError(f"{path}: 'min_letters' must be an integer >= 5")
+    return InnStems(tuple(sorted(stems, key=lambda s: -len(s[0]))), min_letters)
+
+
 def extra_terms() -> dict[str, list[str]]:
     """slot type -> the values these sources add to the vocabulary (known terms; no MediTOD ontology code)."""
-    out: dict[str, list[str]] = {"medication": sorted(drug_classes())}
+    classes = dict.fromkeys([*drug_classes(), *(cls for _, cls in inn_stems().stems)])
+    out: dict[str, list[str]] = {"medication": sorted(classes)}
     for section, values in hpo_selection().items():
         for base in HPO_SECTIONS[section]:
             out.setdefault(base, []).extend(sorted(values))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -135,6 +136,7 @@ class Vocabulary:
     ontology: Ontology
     table: dict[str, dict[str, str | None]]
     names: dict[str, dict[str, str]] = field(default_factory=dict)
+    drug_class: Callable[[str], str | None] | None = None  # a generic drug's class by its INN stem (lay_terms)
 
     def code(self, base: str, value: str) -> str | None:
         """The ontology code ``value`` names as slot type ``base``: the code itself, the mapping table, or (for
@@ -160,15 +162,25 @@ class Vocabulary:
 
     def known(self, base: str, value: str) -> bool:
         """True when ``value`` is an ontology code or a listed dataset term of slot type ``base``."""
-        v = normalize(value)
+        return self._listed(base, normalize(value)) or (base == "medication" and self._stem_class(normalize(value)) is not None)
+
+    def _listed(self, base: str, v: str) -> bool:
         return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})
+
+    def _stem_class(self, form: str) -> str | None:
+        """The known class a generic drug name belongs to by its INN stem ("ramipril": ace inhibitor), else None."""
+        cls = self.drug_class(form) if self.drug_class is not None else None
+        return cls if cls is not None and cls != form and self._listed("medication", cls) else None
 
     def canonical(self, base: str, value: str) -> str | None:
         """What ``value`` stands for as slot type ``base``: ``code:<ontology code>``, else ``term:<known value>``
         (the value itself, or the known value it is another name of, British spellings read as US ones:
-        "hypercholesterolaemia", "oedema"); None when the vocabulary does not know it."""
+        "hypercholesterolaemia", "oedema"; a generic drug stands for its INN-stem class); None when the vocabulary
+        does not know it."""
         for form in dict.fromkeys((normalize(value), _us_spelling(normalize(value)))):
-            target = form if self.known(base, form) else self.names.get(base, {}).get(form)
+            target = form if self._listed(base, form) else self.names.get(base, {}).get(form)
+            if target is None and base == "medication":
+                target = self._stem_class(form)
             if target is None and (c := self.code(base, form)) is not None:
                 return f"code:{c}"
             if target is not None:
@@ -215,7 +227,7 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
             table[base][normalize(str(term))] = code
     vocab = Vocabulary(onto, table)
     if extra:
-        from agent.lay_terms import common_names, extra_terms, other_names  # the sources beyond MediTOD
+        from agent.lay_terms import common_names, extra_terms, inn_stems, other_names  # the sources beyond MediTOD
 
         for base, values in extra_terms().items():
             for value in values:
@@ -227,6 +239,7 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
                     raise VocabularyError(f"common names: {base}.{value} is not a value the vocabulary knows")
         vocab.names = {base: {n: v for n, v in names.items() if vocab.known(base, v)}
                        for base, names in other_names().items()}
+        vocab.drug_class = inn_stems().drug_class
     return vocab
 
 

@@ -83,3 +83,49 @@ def test_a_long_term_condition_in_the_patients_words_reaches_the_state(store, sa
     session = store.start()
     session.send(said)
     assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == "positive"
+
+
+# --------------------------------------------------------------------------- medicines, habits, diagnoses, glosses
+
+
+def test_a_generic_drug_is_known_by_its_inn_stem_and_is_one_item_with_its_class():
+    vocab = default_vocabulary()
+    assert vocab.known("medication", "doxazosin") and vocab.same("medication", "doxazosin", "alpha blocker")
+    assert vocab.same("medication", "telmisartan", "angiotensin receptor blocker")
+    assert vocab.same("medication", "lisinopril", "ace inhibitor")  # a listed name keeps its curated class
+    for word in ("cholesterol", "april", "position", "medicine"):
+        assert not vocab.known("medication", word), word
+
+
+def test_without_trying_denies_nothing_and_without_still_denies():
+    finder = PhraseFinder([("lost weight", "weight loss"), ("wet the bed", "enuresis"), ("fever", "fever")])
+    found = lambda text: {f.key: f.status for f in finder.find(text)[0]}  # noqa: E731
+    assert found("I've lost weight without really trying.") == {"weight loss": "positive"}
+    assert found("Twice now I wet the bed without realizing.") == {"enuresis": "positive"}
+    assert found("She came back from the trip without a fever.") == {"fever": "negative"}
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    ("Every morning I take nifedipine and rabeprazole.", "medication", "nifedipine", "positive"),
+    ("Every morning I take nifedipine and rabeprazole.", "medication", "proton pump inhibitor", "positive"),
+    ("I never drink, I can't stand the taste.", "habit", "alcohol abuse", "negative"),
+    ("Most evenings I have a couple of gins.", "habit", "alcohol abuse", "positive"),
+    ("I've been really bunged up, I only go every four days.", "symptom", "constipation", "positive"),
+])
+def test_medicines_and_habits_in_the_patients_words(store, said, slot, value, status):
+    session = store.start()
+    session.send(said)
+    assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == status
+
+
+@pytest.mark.parametrize(("said", "not_value"), [
+    ("I drink loads of fruit juice these days.", "alcohol"),  # drinking, not alcohol
+    ("My uncle has bladder trouble.", "cancer"),  # a diagnosis is not inferred from words that do not name it
+    ("I've been weeing a lot more than usual.", "difficulty passing urine"),  # a gloss word alone is no complaint
+])
+def test_no_fact_is_invented_from_nearby_words(store, said, not_value):
+    session = store.start()
+    session.send(said)
+    values = [str(i.get("value")) for items in session.state().patient_state.values() if isinstance(items, list)
+              for i in items if isinstance(i, dict)]
+    assert not [v for v in values if not_value in v], values

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from agent.clinical_text import ClauseReader, default_clause_reader
+from agent.clinical_text import ClauseReader, default_clause_reader, word_stem
 from agent.lay_terms import CODED, glossed, lay_phrases
 from agent.ontology import Vocabulary
 from agent.semantic import Encoder, default_encoder
@@ -29,6 +29,22 @@ from policies.nlu.lexicon import CONDITION, Lexicon
 DEFAULT_THRESHOLD = 0.64
 DEFAULT_MARGIN = 0.03
 _GENERIC = re.compile(r"^(?:pain|ache|symptom|symptoms|general|all|problem|problems|discomfort)$")
+
+
+_GRAVE = frozenset(word_stem(w) for w in """cancer cancers carcinoma malignant malignancy tumour tumor leukaemia
+leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thrombosis dementia cirrhosis
+aneurysm""".split())
+_WORD = re.compile(r"[a-z]+")
+
+
+def names_the_condition(clause: str, reference: str) -> bool:
+    """Whether the patient's words name the illness a condition reference does: a diagnosis is never inferred
+    from words that do not name it. The clause must share a word with the reference, and every grave word of the
+    reference ("cancer", "failure", "attack") must be in the clause: "prostate trouble" is not prostate cancer,
+    "heart issues" may be heart disease."""
+    said = {word_stem(w) for w in _WORD.findall(clause.lower())}
+    ref = {word_stem(w) for w in _WORD.findall(reference.lower())}
+    return bool(said & ref) and not (ref & _GRAVE) - said
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,12 @@ class ConceptMatcher:
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
     @cached_property
+    def _complaints(self) -> frozenset[str]:
+        """The lexicon's symptom and condition phrases: a glossary's plain word is a candidate on its own only when
+        it names a complaint ("insomnia", "heart disease"), not a body part or a function ("urinating")."""
+        return frozenset(t.phrase for t in self.lexicon.terms if t.base in ("symptom", CONDITION))
+
+    @cached_property
     def condition_references(self) -> tuple[list[tuple[str, str]], np.ndarray]:
         """(value, text) of the illnesses a patient or a relative has (the lexicon's conditions), embedded."""
         rows = list(dict.fromkeys((t.value, t.phrase) for t in self.lexicon.terms if t.base == CONDITION))
@@ -91,7 +113,7 @@ class ConceptMatcher:
         texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone
         for ci, c in enumerate(clauses):
             plain, put = glossed(c.text)
-            for t in [plain, *put]:
+            for t in [plain, *(p for p in put if p in self._complaints)]:
                 texts.append(t)
                 owner.append(ci)
         emb = (self.encoder or default_encoder()).embed(texts)
@@ -107,6 +129,8 @@ class ConceptMatcher:
                 value, sim = refs[best][0], float(sims[ti, best])
                 runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
                 if sim < self.threshold or sim - runner_up < self.margin:
+                    continue
+                if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
                     continue
                 status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from agent.clinical_text import PhraseFinder
+from agent.lay_terms import inn_stems
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
 
@@ -38,14 +39,16 @@ class MentionFinder:
     @cached_property
     def finder(self) -> PhraseFinder:
         self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
-        return PhraseFinder((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms))
+        return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug)
 
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
         found, sents = self.finder.find(text)
         out = []
         for f in found:
-            base, value = self._terms[f.key]
+            base, value = self._terms.get(f.key) or ("medication", f.key.removeprefix(_DRUG))
+            if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
+                continue  # "I'm drinking litres of water": drinking, not alcohol
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base == CONDITION:
@@ -66,6 +69,20 @@ class MentionFinder:
             return None
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
+
+
+_DRINK = re.compile(r"drink(?:s|ing|er)?")
+_NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
+                          r"coffees|juice|milk|squash|pop|soda|cola|smoothies?)\b", re.I)
+"""Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol)."""
+
+_DRUG = "drug:"
+
+
+def _generic_drug(word: str) -> str | None:
+    """A medicine the lexicon does not list, named by its generic name (known by its WHO INN stem): recorded as
+    the patient said it ("doxazosin"), one item with its class through the vocabulary."""
+    return f"{_DRUG}{word}" if inn_stems().drug_class(word) is not None else None
 
 
 _COORDINATED = re.compile(r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:a|an|the|some|my|any|also)?\s*$", re.I)

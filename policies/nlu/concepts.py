@@ -28,6 +28,8 @@ from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64
 DEFAULT_MARGIN = 0.03
+CLEAR_LEAD_SLACK = 0.04  # how far below the threshold a clear leader is still taken
+CLEAR_LEAD = 0.06  # a clear leader: this much nearer than the nearest other concept
 _GENERIC = re.compile(r"^(?:pain|ache|symptom|symptoms|general|all|problem|problems|discomfort)$")
 
 
@@ -87,6 +89,12 @@ class ConceptMatcher:
         rows += [(t.value, t.phrase) for t in self.lexicon.terms if t.base == "symptom" and len(t.phrase.split()) > 1]
         rows = [(v, " ".join(t.lower().split())) for v, t in rows if not _GENERIC.match(t.lower().strip())]
         rows = list(dict.fromkeys(rows))
+        owners: dict[str, set[str]] = {}
+        for v, t in rows:
+            owners.setdefault(t, set()).add(v)
+        # A text that names two concepts ("difficult breathing": dyspnea and orthopnea) tells them apart from nothing:
+        # as a reference it would only make each the other's runner-up.
+        rows = [(v, t) for v, t in rows if len(owners[t]) == 1]
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
     @cached_property
@@ -101,6 +109,12 @@ class ConceptMatcher:
         rows = list(dict.fromkeys((t.value, t.phrase) for t in self.lexicon.terms if t.base == CONDITION))
         rows += [(v, v) for v in dict.fromkeys(v for v, _ in rows)]
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
+
+    def _accepts(self, sim: float, margin: float) -> bool:
+        """Near enough, and nearer this concept than any other: at the threshold with the margin, or a little
+        below it when no other concept comes close (every near reference names the one concept)."""
+        return (sim >= self.threshold and margin >= self.margin) or (
+            sim >= self.threshold - CLEAR_LEAD_SLACK and margin >= CLEAR_LEAD)
 
     def find(self, text: str, named: list[str]) -> list[ConceptHit]:
         """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
@@ -128,7 +142,7 @@ class ConceptMatcher:
                 best = int(order[0])
                 value, sim = refs[best][0], float(sims[ti, best])
                 runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
-                if sim < self.threshold or sim - runner_up < self.margin:
+                if not self._accepts(sim, sim - runner_up):
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
                     continue

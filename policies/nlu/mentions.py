@@ -135,3 +135,45 @@ def resolve_pain(mentions: list[Mention], state: dict) -> None:
     for m in mentions:
         if m.base == "symptom" and m.value == "pain":
             m.value = target
+
+
+_SITES = (  # where blood comes from, by the words said around it -> the symptom value
+    ("hemoptysis", re.compile(r"\b(?:cough\w*|phlegm|sputum|mucus|spit\w*|chest)\b")),
+    ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),
+    ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
+                                   r"diarrh\w*|wipe|wiping)\b")),
+    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|was sick|been sick|being sick)\b")),
+)
+_SITE_OF_SYMPTOM = (  # the state's complaints -> the site a bare "blood" is from when the utterance does not say
+    ("hemoptysis", re.compile(r"cough|sputum|hemoptysis|dyspnea|wheez|chest")),
+    ("hematuria", re.compile(r"urin|dysuria|hematuria|polyuria|nocturia")),
+    ("rectal bleeding", re.compile(r"faeces|bowel|diarrh|constipation|rectal|stool|melena|tarry")),
+    ("hematemesis", re.compile(r"vomit|hematemesis|coffee ground")),
+)
+
+
+def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
+    """Bare "blood" ("no blood that I've seen", "some blood in it") is blood from where the conversation is: the
+    lexicon files such phrases under coughed-up blood (MediTOD's respiratory dialogues), but after "my wee burns"
+    they are blood in the urine. The site is read from the words nearest the mention in its sentence, else the
+    utterance, else the latest complaint in the state; with no clue the lexicon's reading stands."""
+    for m in mentions:
+        if m.base != "symptom" or m.value != "hemoptysis":
+            continue
+        placed = m.char_end > m.char_start  # a second-stage mention has its clause, not a place in a sentence
+        said = (m.sentence[m.char_start:m.char_end] if placed else m.sentence).lower()
+        if _SITES[0][1].search(said):
+            continue  # "coughing up blood" says where
+        at = (m.char_start + m.char_end) // 2 if placed else None
+        site = _nearest_site(m.sentence.lower(), at) or _nearest_site(text.lower(), None)
+        if site is None:
+            latest = [str(it.get("value", "")) for it in state.get("positive_symptom") or []]
+            site = next((value for v in reversed(latest) for value, cue in _SITE_OF_SYMPTOM if cue.search(v)), None)
+        if site is not None:
+            m.value = site
+
+
+def _nearest_site(text: str, at: int | None) -> str | None:
+    found = [(abs(hit.start() - at) if at is not None else hit.start(), value)
+             for value, cue in _SITES for hit in cue.finditer(text)]
+    return min(found)[1] if found else None

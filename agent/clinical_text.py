@@ -56,6 +56,10 @@ def conversation_rules():
         {"LOWER": "without"}, {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
         {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
                           "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
+    rules.append(ConTextRule("not been able to", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["have", "has", "had", "was", "were", "am", "is", "are", "i", "i've"]}, "OP": "?"},
+        {"LOWER": {"IN": ["n't", "not", "’t", "never"]}}, {"LOWER": "been", "OP": "?"}, {"LOWER": "able"},
+        {"LOWER": "to"}]))
     rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
         {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))

@@ -105,6 +105,13 @@ def test_without_trying_denies_nothing_and_without_still_denies():
     assert found("She came back from the trip without a fever.") == {"fever": "negative"}
 
 
+def test_not_being_able_to_is_no_denial():
+    finder = PhraseFinder([("pass urine", "retention"), ("sleep", "sleep")])
+    found = lambda text: {f.key: f.status for f in finder.find(text)[0]}  # noqa: E731
+    assert found("Since this morning I have not been able to pass urine.") == {"retention": "positive"}
+    assert found("I wasn't able to sleep.") == {"sleep": "positive"}
+
+
 @pytest.mark.parametrize(("said", "slot", "value", "status"), [
     ("Every morning I take nifedipine and rabeprazole.", "medication", "nifedipine", "positive"),
     ("Every morning I take nifedipine and rabeprazole.", "medication", "proton pump inhibitor", "positive"),

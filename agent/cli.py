@@ -16,23 +16,23 @@ import logging
 import sys
 
 COMMAND_MODULES = (
-    "agent.config",  # medhx config {check,show}
-    "agent.data",  # medhx data stats
-    "agent.tracker",  # medhx track
-    "eval.score",  # medhx score {nlu,pol,nlg}
+    "agent.app.config",  # medhx config {check,show}
+    "agent.core.data",  # medhx data stats
+    "agent.core.tracker",  # medhx track
+    "eval.metrics.score",  # medhx score {nlu,pol,nlg}
     "models.prepare",  # medhx models prepare
     "models.train",  # medhx train
-    "eval.predict",  # medhx predict --task nlu|pol|nlg
+    "eval.runs.predict",  # medhx predict --task nlu|pol|nlg
     "policies.nlu.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
     "models.serve",  # medhx serve
-    "eval.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
-    "eval.bench_speed",  # medhx bench-speed
-    "agent.chat",  # medhx chat --cli
-    "agent.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
-    "eval.simulate",  # medhx simulate (whole interviews against patient simulators)
-    "eval.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
-    "eval.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
-    "eval.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
+    "eval.runs.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
+    "eval.runs.bench_speed",  # medhx bench-speed
+    "agent.app.chat",  # medhx chat --cli
+    "agent.app.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
+    "eval.runs.simulate",  # medhx simulate (whole interviews against patient simulators)
+    "eval.runs.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
+    "eval.runs.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
+    "eval.runs.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
 )
 
 

@@ -32,7 +32,7 @@ uninterrupted one. The checkpoints are deleted after a successful run unless ``t
 
 Defaults follow MediTOD section 4.3: LoRA r=32, alpha=32, lr 1e-4, effective batch 16, cosine schedule
 with 10% warm-up. At the end: the adapter in ``output_dir``, token loss on the valid split, generation on the
-valid split through the ``hf`` backend with the saved adapter, MediTOD metrics (``eval.score``) and parse
+valid split through the ``hf`` backend with the saved adapter, MediTOD metrics (``eval.metrics.score``) and parse
 statistics, all written to a card (``card.json`` + ``card.md``) beside the adapter.
 """
 
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.data import data_hash, load_dialogues, task_examples
+from agent.core.data import data_hash, load_dialogues, task_examples
 from models import prompts
 from models.train_card import evaluate, headline, short_parse, versions, write_card
 from models.train_checkpoints import checkpoint_dirs, resolve_resume, trajectory_config

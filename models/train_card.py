@@ -1,5 +1,5 @@
 """The adapter's card (``card.json`` + ``card.md`` beside the adapter, written by ``medhx train``): generation on
-the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (``eval.score``) and parse
+the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (``eval.metrics.score``) and parse
 statistics, and the card's short Markdown form.
 """
 
@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from agent.data import Example, task_examples
-from agent.provenance import package_versions
+from agent.core.data import Example, task_examples
+from agent.core.provenance import package_versions
 from models.train_config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,9 @@ def make_eval_backend(base_path: str, adapters: dict[str, str], device: str) -> 
 
 
 def score_rows(task: str, examples: list[Example], rows: list[dict], match: str) -> dict:
-    """MediTOD metrics of the predictions (``eval.score``); the matcher is exact by default (no LLM judge)."""
-    from eval.matching import make_matcher
-    from eval.score import score
+    """MediTOD metrics of the predictions (``eval.metrics.score``); the matcher is exact by default (no LLM judge)."""
+    from eval.metrics.matching import make_matcher
+    from eval.metrics.score import score
 
     predictions = {(r["dialog_id"], r["uttr_id"]): r["prediction"] for r in rows}
     matcher = make_matcher(match) if task != "nlg" else None

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent.data import DEFAULT_DATA_DIR
-from agent.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
+from agent.core.data import DEFAULT_DATA_DIR
+from agent.core.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -157,7 +157,7 @@ class TrainConfig(_Strict):
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """A YAML training config, with ``overrides`` (dotted keys, e.g. ``train.max_steps``) applied on top.
 
-    Paths in the file are relative to the file's directory (:mod:`agent.paths`); paths given as overrides on the
+    Paths in the file are relative to the file's directory (:mod:`agent.core.paths`); paths given as overrides on the
     command line are relative to the current directory, as anything typed at a prompt."""
     raw, base = read_config_file(path)
     raw = resolve_paths(TrainConfig, raw, base)

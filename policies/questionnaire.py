@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.paths import REPO_ROOT
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.paths import REPO_ROOT
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.questions import Question, answered, asked, questions_of, to_actions
 
 if TYPE_CHECKING:
@@ -390,7 +390,7 @@ class QuestionnairePolicy:
         """The presentation plan the state calls for (``policies.presentations.choose_plan``), None without plans."""
         if not self.config.plans:
             return None
-        from agent.safety import check_red_flags, level_rank
+        from agent.core.safety import check_red_flags, level_rank
         from policies.presentations import choose_plan
 
         flags = sorted(check_red_flags(ctx.state), key=lambda f: level_rank(f.level))
@@ -398,7 +398,7 @@ class QuestionnairePolicy:
                            flags=[f.id for f in flags], vocab=self.vocab)
 
     def _plan_checks(self, plan: Plan, item: dict) -> tuple[str, ...] | None:
-        from agent.ontology import symptom_names
+        from agent.core.ontology import symptom_names
 
         names = symptom_names(item["value"], item)
         for symptom, checks in plan.characterise.items():
@@ -419,14 +419,14 @@ class QuestionnairePolicy:
     def _ask(self, state: dict, a: Ask) -> Question | None:
         """The screening question of a plan item: whether the patient has it, for a located item whether they have it
         there ("any pain in your arm?"; of a patient whose chest pain it is, whether the pain reaches there). A "no"
-        denies that place only (``agent.tracker`` keeps it beside the positive item), so it is safe to ask."""
+        denies that place only (``agent.core.tracker`` keeps it beside the positive item), so it is safe to ask."""
         if a.location:
             return Question(a.base, a.value, "location", tuple(a.location))
         return Question(a.base, a.value)
 
     def _decisive(self, state: dict, a: Ask) -> Question | None:
         """The one attribute a plan asks of an item the patient has (``check``), None when it names none."""
-        from agent.ontology import find_item
+        from agent.core.ontology import find_item
 
         if a.check is None:
             return None
@@ -495,7 +495,7 @@ class QuestionnairePolicy:
                     yield Candidate("risk_factors", found)
 
     def _decisive_record(self, state: dict, a: Ask) -> Question | None:
-        from agent.ontology import find_item
+        from agent.core.ontology import find_item
 
         if a.base == "basic_information":
             return None

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent import cmas
-from agent.ontology import Vocabulary, find_item
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, find_item
 
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from agent import cmas
-from agent.paths import REPO_ROOT
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.paths import REPO_ROOT
+from agent.core.protocol import ModuleOutput, TurnContext
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
 
@@ -201,7 +201,7 @@ class Sentence:
 
 
 class TemplateNLG:
-    """Verbalizes CMAS actions; raises :class:`agent.cmas.CMASError` on actions that are not valid CMAS."""
+    """Verbalizes CMAS actions; raises :class:`agent.core.cmas.CMASError` on actions that are not valid CMAS."""
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lex = lexicon or load_lexicon()

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.graph_state import InterviewState
-from agent.sessions import SessionStore
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.app.graph_state import InterviewState
+from agent.app.sessions import SessionStore
 from policies.agent_config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -155,7 +155,7 @@ def keyed_client_cmd(config: Path, session_id: str) -> list[str]:
 def _keyed_client(config: str, session_id: str) -> int:
     import json
 
-    from agent.sessions import SessionStore
+    from agent.app.sessions import SessionStore
     from policies.agent_config import load_config
 
     with SessionStore(load_config(config)) as store:

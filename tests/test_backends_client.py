@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from vllm_fixtures import free_port
 
-from agent import cmas
+from agent.core import cmas
 from models.backends import BackendError, GenerationRequest, make_backend
 from models.backends.vllm_server import VLLMServerBackend
 from models.serve import check_serve_config, default_max_loras, engine_flags, server_command, server_environment

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, nlu_examples, pol_examples
+from agent.core import cmas
+from agent.core.data import load_dialogues, nlu_examples, pol_examples
 from models import prompts
 from models.backends import BackendError, GenerationRequest, make_backend
 from models.serve import list_models, load_adapter, start_server, stop_server, unload_adapter

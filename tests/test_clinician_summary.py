@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from eval.cases import load_card
-from eval.simulate import run
-from eval.simulate_metrics import same_diagnosis
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from eval.runs.cases import load_card
+from eval.runs.simulate import run
+from eval.runs.simulate_metrics import same_diagnosis
 from policies.presentations import default_plans
 from policies.summary import clinician_summary
 

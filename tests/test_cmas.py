@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from agent import cmas
-from agent.data import DEFAULT_DATA_DIR
+from agent.core import cmas
+from agent.core.data import DEFAULT_DATA_DIR
 
 DIALOGS = json.loads((DEFAULT_DATA_DIR / "dialogs.json").read_text())
 UTTERANCES = [u for d in DIALOGS.values() for u in d["utterances"]]
@@ -96,7 +96,7 @@ def test_slot_table_matches_paper_lists():
 
 
 def test_actions_are_validated_once_per_turn_and_again_when_changed():
-    from agent import cmas as c
+    from agent.core import cmas as c
 
     raw = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
     once = c.parse_actions(raw)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from agent import data
+from agent.core import data
 
 
 def test_load_splits():

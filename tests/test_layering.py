@@ -21,10 +21,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("agent", "models", "policies", "eval", "ui")
-APPLICATION = {"agent.graph", "agent.graph_nodes", "agent.sessions", "agent.sessions_cli", "agent.chat", "agent.cli", "agent.config", "agent.export",
-               "eval.bench_speed", "eval.live_latency", "eval.simulate", "eval.load_bench", "eval.generalisation"}
-EVAL_METRICS = {"eval.score", "eval.matching", "eval.official", "eval.lenient", "eval.tuples", "eval.nlg",
-                "eval.encoder"}
+APPLICATION = {"agent.app.graph", "agent.app.graph_nodes", "agent.app.sessions", "agent.app.sessions_cli", "agent.app.chat", "agent.cli", "agent.app.config", "agent.app.export",
+               "eval.runs.bench_speed", "eval.runs.live_latency", "eval.runs.simulate", "eval.runs.load_bench", "eval.runs.generalisation"}
+EVAL_METRICS = {"eval.metrics.score", "eval.metrics.matching", "eval.metrics.official", "eval.metrics.lenient", "eval.metrics.tuples", "eval.metrics.nlg",
+                "eval.metrics.encoder"}
 
 
 def modules() -> dict[str, Path]:
@@ -64,7 +64,7 @@ def edges() -> dict[str, set[str]]:
             else:
                 continue
             for c in candidates:
-                while c and c not in known:  # "agent.cmas.parse_nlu" -> "agent.cmas"
+                while c and c not in known:  # "agent.core.cmas.parse_nlu" -> "agent.core.cmas"
                     c = c.rpartition(".")[0]
                 if c and c != name and c not in PACKAGES:
                     targets.add(c)
@@ -119,4 +119,4 @@ def test_no_import_cycles():
 
 def test_the_foundation_is_what_the_layering_says():
     foundation = {m for m in modules() if layer(m) == "foundation"}
-    assert {"agent.cmas", "agent.data", "agent.ontology", "agent.tracker", "agent.protocol"} <= foundation
+    assert {"agent.core.cmas", "agent.core.data", "agent.core.ontology", "agent.core.tracker", "agent.core.protocol"} <= foundation

@@ -9,7 +9,7 @@ import json
 import pytest
 from graph_fixtures import REPO
 
-from eval.load_bench import LoadBenchConfig, load_config, run
+from eval.runs.load_bench import LoadBenchConfig, load_config, run
 
 
 @pytest.mark.postgres

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agent.data import Example
-from eval.lenient import score_nlu_lenient, score_pol_lenient
-from eval.matching import (
+from agent.core.data import Example
+from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
+from eval.metrics.matching import (
     LLM_PROMPT,
     ExactMatcher,
     LLMMatcher,

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from agent.data import Example
-from eval.nlg import bertscore_f1, corpus_bleu, preprocess_text, rouge, score_nlg, tokenize
+from agent.core.data import Example
+from eval.metrics.nlg import bertscore_f1, corpus_bleu, preprocess_text, rouge, score_nlg, tokenize
 
 
 def test_tokenize_lowercases_and_splits_punctuation():

@@ -9,8 +9,8 @@ import copy
 
 import pytest
 
-from agent.data import Example
-from eval.lenient import score_nlu_lenient, score_pol_lenient
+from agent.core.data import Example
+from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
 
 GOLD = [{"intent": "inform", "slots": {"positive_symptom": [
     {"value": "coughing", "onset": "two months ago", "location": ["chest"],

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import TurnContext
 from policies.nlu.clinical import ClinicalNLU
 
 

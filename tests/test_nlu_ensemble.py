@@ -3,7 +3,7 @@ the backend boundary, named as such); the clinical NLU is the real one."""
 
 from __future__ import annotations
 
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.nlu.ensemble import EnsembleNLU
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from graph_fixtures import default_store
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.sessions import SessionStore
-from eval.generalisation import find_status
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.app.sessions import SessionStore
+from eval.runs.generalisation import find_status
 
 
 @pytest.fixture(scope="module")

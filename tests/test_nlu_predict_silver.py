@@ -9,10 +9,10 @@ import sys
 
 from graph_fixtures import REPO
 
-from agent.data import load_dialogues, nlu_examples
-from eval.lenient import score_nlu_lenient
-from eval.predict import teacher_forced_contexts
-from eval.score import load_predictions
+from agent.core.data import load_dialogues, nlu_examples
+from eval.metrics.lenient import score_nlu_lenient
+from eval.runs.predict import teacher_forced_contexts
+from eval.metrics.score import load_predictions
 from policies.nlu.clinical import ClinicalNLU
 from policies.nlu.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
 
@@ -87,7 +87,7 @@ def test_silver_data_holds_no_holdout_text(tmp_path):
     dialogs = json.loads((tmp_path / "silver" / "dialogs.json").read_text())
     texts = [" ".join(u["text"].lower().split()) for d in dialogs.values() for u in d["utterances"]]
     # checked independently of the filter's own normalisation: every holdout sentence of 20+ characters, as written
-    from agent.data import load_osce
+    from agent.core.data import load_osce
 
     osce = {d.dialog_id: d for d in load_osce()}
     sentences = {" ".join(x.lower().split()) for n in read_holdout() for u in osce[n].utterances

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 from policy_driver import run_interview
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import TurnContext
 from policies.presentations import Ask, Plan, default_plans
 from policies.questionnaire import PLAN_GROUP, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import Question, questions_of, to_actions

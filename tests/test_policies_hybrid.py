@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy
 from policies.nlg_fallback import FallbackNLG

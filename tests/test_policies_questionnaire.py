@@ -9,10 +9,10 @@ import pytest
 from policy_driver import ctx_of
 from policy_driver import run_interview as drive
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.ontology import find_item
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.core.ontology import find_item
+from agent.core.protocol import TurnContext
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import questions_of
 from policies.template_nlg import TemplateNLG

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.protocol import TurnContext
-from agent.safety import claims_clinician
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.core.protocol import TurnContext
+from agent.core.safety import claims_clinician
 from policies.template_nlg import FAREWELL, GREETING, TemplateNLG
 
 OPENING = TurnContext()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.data import load_dialogues
-from agent.ontology import VocabularyError, default_vocabulary, load_ontology, load_vocabulary
+from agent.core.data import load_dialogues
+from agent.core.ontology import VocabularyError, default_vocabulary, load_ontology, load_vocabulary
 
 
 def test_ontology_codes_per_slot_type():

@@ -11,9 +11,9 @@ import json
 import pytest
 from policy_driver import ctx_of, run_interview
 
-from agent import cmas
-from agent.ontology import find_item
-from agent.tracker import update_state
+from agent.core import cmas
+from agent.core.ontology import find_item
+from agent.core.tracker import update_state
 from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import Question, answered, questions_of, to_actions
@@ -270,7 +270,7 @@ def test_the_shipped_config_turns_the_plans_on():
 
 
 def test_with_plans_never_asks_what_the_gold_states_answer_nor_what_gold_doctors_asked(with_plans):
-    from agent.data import load_dialogues
+    from agent.core.data import load_dialogues
 
     checked = 0
     for d in load_dialogues():

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, task_examples
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues, task_examples
+from agent.core.protocol import TurnContext
 from models import prompts
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

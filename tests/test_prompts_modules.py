@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, task_examples
-from agent.protocol import NLG, NLU, ModuleOutput, Policy, TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues, task_examples
+from agent.core.protocol import NLG, NLU, ModuleOutput, Policy, TurnContext
 from models import prompts
 from models.backends.base import GenerationRequest, GenerationResult
 from models.modules import LLMNLG, LLMNLU, LLMPolicy, predict

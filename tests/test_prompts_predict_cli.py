@@ -9,7 +9,7 @@ import yaml
 from graph_fixtures import REPO
 
 from agent.cli import main
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models import prompts
 from models.modules import load_tokenizer
 

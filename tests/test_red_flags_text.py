@@ -8,8 +8,8 @@ import pytest
 import yaml
 from graph_fixtures import REPO, default_store
 
-from agent.safety import check_text_flags, default_rules
-from agent.sessions import SessionStore
+from agent.core.safety import check_text_flags, default_rules
+from agent.app.sessions import SessionStore
 
 CASES = {
     "chest_pain_with_dyspnea": (["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],

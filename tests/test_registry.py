@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.protocol import ModuleOutput, TurnContext
-from agent.tracker import RuleTracker
+from agent.core.protocol import ModuleOutput, TurnContext
+from agent.core.tracker import RuleTracker
 from policies import registry
 from policies.agent_config import load_config
 from policies.hybrid import HybridPolicy
@@ -76,7 +76,7 @@ def test_a_researchers_module_plugs_in_by_dotted_path(tmp_path):
     # ... and runs a real interview through the graph and a SQLite session
     from graph_fixtures import REPO
 
-    from agent.sessions import SessionStore
+    from agent.app.sessions import SessionStore
 
     cfg = load_config(REPO / "configs" / "default.yaml")
     cfg["session"]["dir"] = str(tmp_path)

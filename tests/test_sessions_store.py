@@ -11,11 +11,11 @@ import json
 import pytest
 from graph_fixtures import assert_cmas_valid, gold_config, patient_lines, run_medhx, transcript, write_config
 
-from agent.data import load_dialogs_file, load_dialogues, task_examples
-from agent.export import export_session
-from agent.graph import build_agent
-from agent.sessions import SessionError, SessionNotFound, SessionStore
-from eval.score import gold_predictions, score
+from agent.core.data import load_dialogs_file, load_dialogues, task_examples
+from agent.app.export import export_session
+from agent.app.graph import build_agent
+from agent.app.sessions import SessionError, SessionNotFound, SessionStore
+from eval.metrics.score import gold_predictions, score
 
 LINES = patient_lines("115", 6)
 

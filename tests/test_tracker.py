@@ -2,8 +2,8 @@ import json
 import subprocess
 import sys
 
-from agent.data import load_dialogues
-from agent.tracker import replay, update_state
+from agent.core.data import load_dialogues
+from agent.core.tracker import replay, update_state
 
 
 def test_status_change_moves_item_and_keeps_attributes():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models import prompts
 from models.backends import GenerationRequest, make_backend
 from models.modules import predict

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models import prompts
 from models.train import TrainConfig, build_features, group_loss, load_config, tokenize_example, train
 

@@ -82,7 +82,7 @@ class VLLMServerBackend:
                                  f"(known: {sorted(VLLMServerSettings.model_fields)})") from None
             problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"vllm-server backend: {problems}") from None
-        self.config = self.settings.model_dump()  # as a mapping (eval.bench reads concurrency)
+        self.config = self.settings.model_dump()  # as a mapping (eval.runs.bench reads concurrency)
         self.url = self.settings.url.rstrip("/")
         if self.url.endswith("/v1"):
             self.url = self.url[: -len("/v1")]

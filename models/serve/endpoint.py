@@ -18,7 +18,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.paths import cache_root
+from agent.core.paths import cache_root
 from models.backends.base import BackendError
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from agent.clinical_text import PhraseFinder
+from agent.core.clinical_text import PhraseFinder
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
 

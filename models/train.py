@@ -54,7 +54,7 @@ from typing import Any
 
 from agent.core.data import data_hash, load_dialogues, task_examples
 from models import prompts
-from models.train_card import evaluate, headline, short_parse, versions, write_card
+from models.train_card import Scorer, evaluate, headline, short_parse, versions, write_card
 from models.train_checkpoints import checkpoint_dirs, resolve_resume, trajectory_config
 from models.train_config import VLLM_LORA_RANKS, PeftSettings, TrainConfig, TrainSettings, load_config
 from models.train_data import (  # noqa: F401  (re-exported: the helpers tests and notebooks import from here)
@@ -242,9 +242,10 @@ class Fitted:
     orth_scale: int
 
 
-def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None) -> dict:
+def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None, scorer: Scorer | None = None) -> dict:
     """Train, save the adapter and its card into ``cfg.output_dir``; returns the card (an empty dict on the
-    processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s."""
+    processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s;
+    ``scorer``: the valid split's metrics (``medhx train`` passes ``eval.metrics.score.score_rows``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -266,7 +267,7 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
     card = build_card(cfg, base_path, device, data, fitted)
     if cfg.eval.enabled and data.valid_dialogues:
         card["valid"]["tasks"] = evaluate(cfg, base_path, Path(cfg.output_dir), tokenizer, data.valid_dialogues,
-                                          progress)
+                                          progress, scorer)
     card["wall_time_s"] = round(time.time() - started, 1)
     write_card(Path(cfg.output_dir), card)
     return card
@@ -462,7 +463,8 @@ def build_card(cfg: TrainConfig, base_path: str, device: str, data: TrainData, f
 # --------------------------------------------------------------------------- CLI
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``medhx train``; the top (``agent.cli``) sets the ``scorer`` default: the valid split's metrics."""
     p = sub.add_parser("train", help="fine-tune a peft adapter (LoRA by default) for nlu / pol / nlg / multitask")
     p.add_argument("--config", required=True, help="YAML, e.g. configs/train/nlu.yaml")
     p.add_argument("--output-dir", help="override output_dir")
@@ -475,7 +477,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key (dotted, YAML value), e.g. --set peft.method=ia3")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_train)
+    p.set_defaults(func=_cmd_train, scorer=None)
+    return p
 
 
 def _parse_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -498,7 +501,7 @@ def _parse_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, _parse_overrides(args))
-    card = train(cfg, progress=not args.no_progress)
+    card = train(cfg, progress=not args.no_progress, scorer=args.scorer)
     if not card:  # not the main process of a multi-process run
         return 0
     print(json.dumps({k: card[k] for k in ("adapter", "peft_method", "wall_time_s")} | {

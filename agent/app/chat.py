@@ -21,25 +21,27 @@ from typing import TextIO
 from agent.app.graph_nodes import FALLBACK_NOTICE
 from agent.app.sessions import Session, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
-from ui.launch import add_arguments as add_console_arguments
-from ui.launch import run_console
 
 QUIT = "/quit"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``medhx chat``. Without ``--cli`` it runs ``args.console``, the browser console, which the top (``agent.cli``)
+    plugs in with the console's options: the application imports no ui."""
     p = sub.add_parser("chat", help="run interviews: the clinician console in the browser (--cli: in the terminal)")
     p.add_argument("--cli", action="store_true", help="terminal mode: patient lines on stdin, doctor turns on stdout")
     p.add_argument("--config", default=None, help=f"agent config (default {DEFAULT_CONFIG})")
     p.add_argument("--session", default=None, help="--cli: session id, resumed if it exists, else started with this id")
     p.add_argument("--clinician", default="clinician", help="--cli: name recorded with review edits")
-    add_console_arguments(p)
-    p.set_defaults(func=_cmd_chat)
+    p.set_defaults(func=_cmd_chat, console=None)
+    return p
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
     if not args.cli:
-        return run_console(args)
+        if args.console is None:
+            raise RuntimeError("no console plugged in (medhx chat runs it); use --cli for the terminal")
+        return int(args.console(args))
     config = config_for_cli(args.config)
     if not config:
         raise FileNotFoundError(f"no config given and {DEFAULT_CONFIG} not found")

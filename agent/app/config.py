@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import yaml
 
 from agent.core.paths import read_config_file, resolve_path
 from policies.agent_config import check_agent_config, load_config
+
+Loader = Callable[[Path], dict]
+"""Validates one config file of a kind the layers above own (the console's ``ui``, plugged in by ``agent.cli``) and
+returns it with defaults filled in."""
 
 KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui", "presentation")
 
@@ -51,9 +56,10 @@ def config_type(raw: dict) -> str:
                      f"config); name the type with --type ({', '.join(KINDS)})")
 
 
-def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
+def validate(path: str | Path, kind: str | None = None, loaders: Mapping[str, Loader] | None = None) -> tuple[str, dict]:
     """``(type, config with defaults filled in and paths resolved)``; raises ValueError naming what is wrong. Each
-    type is loaded by its own loader, the one its command uses, so what passes here is what the command runs."""
+    type is loaded by its own loader, the one its command uses, so what passes here is what the command runs.
+    ``loaders``: the kinds of the layers above (``ui``), which this module may not import."""
     p = resolve_path(path)
     raw, _ = read_config_file(p)
     kind = kind or config_type(raw)
@@ -86,10 +92,8 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
         from eval.runs.load_bench import load_config as load_load_bench
 
         return kind, load_load_bench(p).model_dump()
-    if kind == "ui":
-        from ui.settings import load_ui_settings
-
-        return kind, {"ui": load_ui_settings(p).model_dump()}
+    if loaders and kind in loaders:
+        return kind, loaders[kind](p)
     if kind == "presentation":
         from policies.presentations import load_plan
 
@@ -97,7 +101,8 @@ def validate(path: str | Path, kind: str | None = None) -> tuple[str, dict]:
     raise ValueError(f"unknown config type {kind!r}; use one of {', '.join(KINDS)}")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``medhx config``; the top (``agent.cli``) sets the ``loaders`` default for the kinds of the layers above."""
     p = sub.add_parser("config", help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, ui) or print it "
                        "with defaults")
     csub = p.add_subparsers(dest="config_command", required=True)
@@ -107,10 +112,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         c.add_argument("file")
         c.add_argument("--type", choices=KINDS, help="default: recognised from the keys")
         c.set_defaults(func=_cmd_config)
+    p.set_defaults(loaders={})
+    return p
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    kind, cfg = validate(args.file, args.type)
+    kind, cfg = validate(args.file, args.type, args.loaders)
     if args.config_command == "check":
         print(f"{args.file}: valid {kind} config")
     else:

@@ -26,6 +26,16 @@ from eval.metrics.nlg import score_nlg
 TASKS = ("nlu", "pol", "nlg")
 
 
+def score_rows(task: str, examples: list[Example], rows: list[dict], match: str) -> dict:
+    """MediTOD metrics of prediction rows (``medhx train``'s valid split: the scorer the CLI passes to
+    ``models.train.train``); the matcher is exact by default (no LLM judge)."""
+    predictions = {(r["dialog_id"], r["uttr_id"]): r["prediction"] for r in rows}
+    matcher = make_matcher(match) if task != "nlg" else None
+    report = score(task, examples, predictions, matcher, progress=False)
+    report.pop("notes", None)
+    return report
+
+
 class PredictionFileError(ValueError):
     pass
 

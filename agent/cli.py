@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # a usage error exits 2 here, with argparse's usage line
     root = logging.getLogger()
     theirs = list(root.handlers)  # a host's handlers (pytest's, an application's) are left as they are
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     if not args.verbose:
         for handler in root.handlers:
             if handler not in theirs:

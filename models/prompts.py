@@ -54,7 +54,10 @@ def _turns_text(turns: list[tuple[str, str]]) -> str:
 
 
 def _supervised_user(example: Example) -> str:
-    parts = [f"[dialogue history]\n{_turns_text(example.history)}", f"[last turn]\n{_turns_text(example.last_exchange)}"]
+    parts = [
+        f"[dialogue history]\n{_turns_text(example.history)}",
+        f"[last turn]\n{_turns_text(example.last_exchange)}",
+    ]
     if example.task == "pol":
         parts.append(f"[patient state]\n{cmas.dumps(example.state or {})}")
     elif example.task == "nlg":
@@ -120,7 +123,9 @@ def encode_prompt(prompt: str, tokenizer: Any) -> list[int]:
 # --------------------------------------------------------------------------- live agent
 
 
-def example_from_context(task: Task, ctx: TurnContext, actions: list[dict] | None = None, history: int | None = 4) -> Example:
+def example_from_context(
+    task: Task, ctx: TurnContext, actions: list[dict] | None = None, history: int | None = 4
+) -> Example:
     """The example the live agent predicts on, windowed exactly as ``agent.core.data`` windows training data.
 
     NLU: the patient's latest utterance is ``ctx.turns[-1]``. POL/NLG: the doctor's next
@@ -211,7 +216,10 @@ def _attribute_entry(slot: str, attr: str, spec: cmas.SlotSpec) -> dict:
     if attr == "status":
         return {"name": "status", "description": _status_description(slot, spec)}
     desc, examples = cmas.ATTRIBUTE_DESCRIPTIONS.get(slot, {}).get(attr, (None, None))
-    entry: dict[str, Any] = {"name": attr, "description": desc or f"The {attr.replace('_', ' ')} of the {slot.replace('_', ' ')}."}
+    entry: dict[str, Any] = {
+        "name": attr,
+        "description": desc or f"The {attr.replace('_', ' ')} of the {slot.replace('_', ' ')}.",
+    }
     if examples:
         entry["examples"] = examples
     return entry

@@ -454,9 +454,11 @@ def build_card(cfg: TrainConfig, base_path: str, device: str, data: TrainData, f
         "versions": versions(),
     }
     if fitted.adalora_calls is not None:
-        card["train"]["adalora"] = {"update_and_allocate_calls": fitted.adalora_calls,
-                                    "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
-                                    "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / fitted.orth_scale}
+        card["train"]["adalora"] = {
+            "update_and_allocate_calls": fitted.adalora_calls,
+            "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
+            "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / fitted.orth_scale,
+        }
     return card
 
 
@@ -504,10 +506,21 @@ def _cmd_train(args: argparse.Namespace) -> int:
     card = train(cfg, progress=not args.no_progress, scorer=args.scorer)
     if not card:  # not the main process of a multi-process run
         return 0
-    print(json.dumps({k: card[k] for k in ("adapter", "peft_method", "wall_time_s")} | {
-        "output_dir": cfg.output_dir, "loss_first": card["train"]["loss_first"], "loss_last": card["train"]["loss_last"],
-        "resumed_from": card["train"]["resumed_from"],
-        "valid": {k: v for k, v in card["valid"].items() if k != "tasks"} | {
-            t: {"parse": short_parse(r["parse"]), "metrics": headline(t, r["metrics"])}
-            for t, r in (card["valid"].get("tasks") or {}).items()}}, indent=2))
+    print(
+        json.dumps(
+            {k: card[k] for k in ("adapter", "peft_method", "wall_time_s")}
+            | {
+                "output_dir": cfg.output_dir,
+                "loss_first": card["train"]["loss_first"],
+                "loss_last": card["train"]["loss_last"],
+                "resumed_from": card["train"]["resumed_from"],
+                "valid": {k: v for k, v in card["valid"].items() if k != "tasks"}
+                | {
+                    t: {"parse": short_parse(r["parse"]), "metrics": headline(t, r["metrics"])}
+                    for t, r in (card["valid"].get("tasks") or {}).items()
+                },
+            },
+            indent=2,
+        )
+    )
     return 0

@@ -1,7 +1,7 @@
 """The adapter's card (``card.json`` + ``card.md`` beside the adapter, written by ``medhx train``): generation on
-the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (through a :data:`Scorer`: ``medhx
-train`` passes ``eval.metrics.score.score_rows``, so models/ imports no eval/) and parse statistics, and the card's
-short Markdown form.
+the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (through a :data:`Scorer`:
+``medhx train`` passes ``eval.metrics.score.score_rows``, so models/ imports no eval/) and parse statistics, and the
+card's short Markdown form.
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def write_card(out_dir: Path, card: dict) -> None:
         lines.append("- servable by vLLM: no (only LoRA adapters are; load it with the hf backend)")
     valid = card.get("valid", {})
     if valid.get("token_loss_after") is not None:
-        lines.append(f"- valid token loss: {valid['token_loss_before']:.4f} before -> {valid['token_loss_after']:.4f} after")
+        lines.append(
+            f"- valid token loss: {valid['token_loss_before']:.4f} before -> {valid['token_loss_after']:.4f} after"
+        )
     for task, res in (valid.get("tasks") or {}).items():
         lines.append(f"- valid {task} ({res['examples']} turns): parse {json.dumps(short_parse(res['parse']))}; "
                      f"metrics {json.dumps(headline(task, res['metrics']))}")

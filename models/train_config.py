@@ -75,7 +75,9 @@ class TrainSettings(_Strict):
     max_length: int = 2048  # longer examples are skipped and counted, never cut
     limit_examples: int | None = None  # first N training examples (after shuffling), for smoke runs
     gradient_checkpointing: bool = False
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = (
+        "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
+    )
     optim: str | None = None  # a transformers optimizer name (adamw_torch, adamw_torch_fused, paged_adamw_8bit...)
     seed: int = 0
     save_steps: int = 50  # a resumable checkpoint every N optimizer steps (0: none)

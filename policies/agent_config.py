@@ -25,7 +25,9 @@ DEFAULT_CONFIG = REPO_ROOT / "configs" / "default.yaml"
 class SessionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     store: Literal["sqlite", "postgres"] = "sqlite"
-    dir: ConfigPath | None = None  # sqlite file: <dir>/sessions.sqlite; None: the per-user data dir (agent.app.checkpoints)
+    dir: ConfigPath | None = (
+        None  # sqlite file: <dir>/sessions.sqlite; None: the per-user data dir (agent.app.checkpoints)
+    )
     postgres_url: str | None = None  # or $MEDHX_POSTGRES_URL
     pool_size: int = Field(default=8, ge=1)  # PostgreSQL connections kept by one process (psycopg_pool)
     max_turns: int = Field(default=40, ge=2)  # doctor turns, greeting and closing included

@@ -135,7 +135,9 @@ def _check_values(raw: object, where: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabulary | None = None) -> QuestionnaireConfig:
+def load_questionnaire_config(
+    path: str | Path = DEFAULT_CONFIG, vocab: Vocabulary | None = None
+) -> QuestionnaireConfig:
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text())
     known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up",
@@ -185,7 +187,9 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         after_plan=_after_plan(raw.get("after_plan"), sections),
         questions_per_turn=n,
         hpi_checks=_checks("symptom", hpi.get("checks") or [], "hpi.checks"),
-        secondary_checks=_checks("symptom", hpi.get("secondary_checks", hpi.get("checks")) or [], "hpi.secondary_checks"),
+        secondary_checks=_checks(
+            "symptom", hpi.get("secondary_checks", hpi.get("checks")) or [], "hpi.secondary_checks"
+        ),
         location_for=tuple(_value("symptom", v, vocab, "hpi.location_for") for v in hpi.get("location_for") or []),
         extra_checks={
             _value("symptom", k, vocab, "hpi.extra_checks"): _checks("symptom", v, f"hpi.extra_checks.{k}")
@@ -286,7 +290,9 @@ class QuestionnairePolicy:
     # -- helpers over the state
 
     def _positive_symptoms(self, state: dict) -> list[dict]:
-        return [it for it in state.get("positive_symptom") or [] if str(it.get("value", "")).casefold() not in NOT_A_SYMPTOM]
+        return [
+            it for it in state.get("positive_symptom") or [] if str(it.get("value", "")).casefold() not in NOT_A_SYMPTOM
+        ]
 
     def _lookup(self, mapping: dict, value: str):
         for k, v in mapping.items():
@@ -529,7 +535,9 @@ class QuestionnairePolicy:
         plan = self.plan_for(ctx)
         picked: list[Candidate] = []
         for cand in self.open_questions(ctx, plan):
-            same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
+            same_item = any(
+                p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked
+            )
             if picked and (cand.topic != picked[0].topic or (cand.question.screening and same_item)):
                 break
             picked.append(cand)

@@ -211,10 +211,12 @@ def test_cli_flags_override_the_config(tmp_path, monkeypatch):
 
 def test_summary_line_names_engines_ratios_overhead_and_live():
     lengths = [10] * 4
-    runs = {"hf": bs.summarize(8.0, lengths, dtype="float32"), "hf_batched": bs.summarize(2.0, lengths, dtype="float32"),
-            "vllm": bs.summarize(1.0, lengths, dtype="float32"),
-            "vllm_constrained": bs.summarize(1.0, lengths, dtype="float32",
-                                             contention={"others_cpu_share": 0.1})}
+    runs = {
+        "hf": bs.summarize(8.0, lengths, dtype="float32"),
+        "hf_batched": bs.summarize(2.0, lengths, dtype="float32"),
+        "vllm": bs.summarize(1.0, lengths, dtype="float32"),
+        "vllm_constrained": bs.summarize(1.0, lengths, dtype="float32", contention={"others_cpu_share": 0.1}),
+    }
     report = {"runs": runs, "ratios": bs.ratios(runs),
               "constrained_overhead": {"constrained_overhead_per_token": 0.05},
               "live": {"turn": {"p50_ms": 30.0, "p95_ms": 90.0}, "first_turn": {"cold_s": 1.3, "warm_s": 0.012}}}

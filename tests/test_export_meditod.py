@@ -8,8 +8,6 @@ import json
 
 import pytest
 
-from agent.core import cmas
-from agent.core.data import Utterance, load_dialogs_file, load_dialogues
 from agent.app.export import (
     SUMMARY_TITLE,
     ExportError,
@@ -19,6 +17,8 @@ from agent.app.export import (
     to_meditod,
     write_meditod,
 )
+from agent.core import cmas
+from agent.core.data import Utterance, load_dialogs_file, load_dialogues
 from agent.core.safety import check_red_flags
 from agent.core.tracker import update_state
 
@@ -91,7 +91,8 @@ def test_malformed_turns_are_refused_with_a_clear_error(turn, match):
 
 
 def test_a_live_turn_and_a_dataset_utterance_convert_both_ways(gold):
-    """One conversion each way (agent.app.graph_state.Turn <-> agent.core.data.Utterance), lossless on the annotations."""
+    """One conversion each way (agent.app.graph_state.Turn <-> agent.core.data.Utterance), lossless on the
+    annotations."""
     from agent.app.graph_state import Turn
 
     for utt in gold["317"].utterances:

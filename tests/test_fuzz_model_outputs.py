@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from agent.core import cmas
 from agent.app.graph_nodes import Agent, Nodes
 from agent.app.graph_state import InterviewState, Turn, utc_now
+from agent.core import cmas
 from agent.core.ontology import default_vocabulary
 from agent.core.tracker import RuleTracker
 from models.backends.base import GenerationResult

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from graph_fixtures import REPO, assert_cmas_valid
 
-from agent.core.data import Dialogue, Utterance
 from agent.app.export import export_session
 from agent.app.graph_nodes import Agent
-from agent.core.safety import load_rules
 from agent.app.sessions import SessionStore
+from agent.core.data import Dialogue, Utterance
+from agent.core.safety import load_rules
 from agent.core.tracker import RuleTracker
 from policies.nlu.gold import GoldNLU
 from policies.registry import make_questionnaire, make_template_nlg

@@ -68,7 +68,9 @@ def test_embedding_matcher_with_real_minilm():
     pred = frame(onset="a couple of months ago", positive_characteristics=["dry cough"])
     r = score_pair(gold, pred, m)
     assert r["counts"]["non_canonical"] == {"tp": 1, "fp": 1, "fn": 1}  # onset paraphrase matched, dry != wet
-    assert m.similarity("few months ago", "a couple of months ago") >= m.threshold > m.similarity("wet cough", "dry cough")
+    assert (
+        m.similarity("few months ago", "a couple of months ago") >= m.threshold > m.similarity("wet cough", "dry cough")
+    )
 
 
 # ------------------------------------------------------------------------------------------------ llm matcher

@@ -1,4 +1,5 @@
-"""NLG metrics: the official BLEU (NLTK, checked by hand and against sacrebleu), ROUGE, bert-score on the real MiniLM."""
+"""NLG metrics: the official BLEU (NLTK, checked by hand and against sacrebleu), ROUGE, bert-score on the real
+MiniLM."""
 
 import math
 

@@ -116,5 +116,7 @@ def test_medhx_score_pol_skipped_turn_in_joint_accuracy_and_precision_at_k():
     bare = [{"action": "inquire"}]
     r = score("pol", [pex(1, ASK_ONSET), pex(3, bare), pex(5, ASK_FEVER)],
               {("d", 1): ASK_ONSET, ("d", 3): bare, ("d", 5): ASK_ONSET})
-    assert r["joint_accuracy"] == pytest.approx(1 / 3) and r["lenient"]["joint_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert r["joint_accuracy"] == pytest.approx(1 / 3) and r["lenient"]["joint_accuracy"] == pytest.approx(
+        2 / 3, abs=1e-4
+    )
     assert r["precision_at_k"]["1"] == pytest.approx(2 / 3)

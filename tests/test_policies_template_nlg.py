@@ -92,8 +92,10 @@ def test_hand_written_expectations(nlg):
     assert say(nlg, [{"action": "inquire", "habit": [{"value": "smoking"}, {"value": "alcohol abuse"},
                                                        {"value": "marijuana use"}]}]) == \
         "Do you smoke, drink alcohol or use marijuana?"
-    assert say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}]) == \
-        "Has salbutamol (albuterol) helped?"
+    assert (
+        say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}])
+        == "Has salbutamol (albuterol) helped?"
+    )
     assert say(nlg, [{"action": "inquire", "symptom": [{"value": "all", "checks": [{"type": "progression"}]}]}]) == \
         "Have your symptoms been getting better, getting worse, or staying the same?"
 

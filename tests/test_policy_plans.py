@@ -49,8 +49,13 @@ def denies(questions) -> dict:
         if q.base == "basic_information":
             slots.setdefault("basic_information", [{}])[0][q.value] = {"age": "58", "sex": "male"}[q.value]
         elif q.base in cmas.RECORD_SLOTS:
-            slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "teacher", "status": "true"},
-                              "residence": {"value": "house", "status": "living"}}[q.base]]
+            slots[q.base] = [
+                {
+                    "travel": {"status": "not_traveled"},
+                    "occupation": {"value": "teacher", "status": "true"},
+                    "residence": {"value": "house", "status": "living"},
+                }[q.base]
+            ]
         elif q.screening:
             slots.setdefault(f"negative_{q.base}", []).append(
                 {"value": q.value, **({"location": list(q.values)} if q.values else {})})
@@ -255,7 +260,9 @@ def test_a_no_to_a_located_screen_does_not_erase_the_complaint(with_plans):
     state = {"positive_symptom": [{"value": "pain", "location": ["lower back"], "onset": "3 days ago"}]}
     ctx = ctx_of(state, [[{"action": "nod_prompt_salutations"}]])
     plan = with_plans.plan_for(ctx)
-    located = [c.question for c in with_plans.open_questions(ctx, plan) if c.question.value == "pain" and c.question.values]
+    located = [
+        c.question for c in with_plans.open_questions(ctx, plan) if c.question.value == "pain" and c.question.values
+    ]
     assert plan.id == "back_pain" and located
     q = located[0]
     after = update_state(state, [{"intent": "inform", "slots": {"negative_symptom": [

@@ -62,8 +62,10 @@ def test_the_state_tracker_is_a_module_with_its_list_semantics():
     default = registry.Builder({}).build("dst")  # no dst section: the rule tracker, MediTOD's replace semantics
     assert isinstance(default, RuleTracker) and default.list_merge == "replace"
     union = build("dst", {"kind": "rule", "list_merge": "union"})
-    state = union.update({"positive_symptom": [{"value": "pain", "location": ["chest"]}]},
-                         [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["arm"]}]}}])
+    state = union.update(
+        {"positive_symptom": [{"value": "pain", "location": ["chest"]}]},
+        [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["arm"]}]}}],
+    )
     assert state["positive_symptom"][0]["location"] == ["chest", "arm"]
     with pytest.raises(ValueError, match="list_merge"):
         build("dst", {"kind": "rule", "list_merge": "append"})

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from graph_fixtures import REPO, assert_cmas_valid, medhx_env, run_medhx
 
-from agent.core import cmas
 from agent.cli import main as medhx_main
+from agent.core import cmas
 from agent.core.data import load_dialogues
 from agent.core.ontology import default_vocabulary
 from agent.core.protocol import TurnContext

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import queue
@@ -32,13 +33,13 @@ from typing import Literal
 
 import httpx
 
-from agent.core import safety
 from agent.app.export import ExportError, export_session
 from agent.app.graph import TURN_NODES, build_agent
 from agent.app.graph_nodes import Agent
 from agent.app.graph_state import InterviewState
-from agent.core.protocol import TurnContext
 from agent.app.sessions import Session, SessionBusy, SessionError, SessionInfo, SessionNotFound, SessionStore
+from agent.core import safety
+from agent.core.protocol import TurnContext
 from models.backends.base import BackendError
 from ui.presets import Preset, Variant, discover_presets
 from ui.render import printable_note
@@ -346,8 +347,6 @@ class Console:
         t0 = time.monotonic()
         while not fut.done():
             yield time.monotonic() - t0
-            try:
+            with contextlib.suppress(TimeoutError):
                 fut.exception(timeout=tick_s)
-            except TimeoutError:
-                pass
         fut.result()

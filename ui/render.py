@@ -15,12 +15,12 @@ from datetime import datetime
 
 from markdown_it import MarkdownIt
 
-from agent.core import cmas
 from agent.app.export import export_session, summary_markdown
 from agent.app.graph import TURN_NODES
 from agent.app.graph_state import InterviewState, Turn
-from agent.core.safety import level_rank
 from agent.app.sessions import SessionInfo
+from agent.core import cmas
+from agent.core.safety import level_rank
 
 GROUP_LABELS = {
     "symptom": "Symptoms", "medical_history": "Past medical history", "family_history": "Family history",

@@ -49,7 +49,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         return run_cli(store, args.session, sys.stdin, sys.stdout, clinician=args.clinician)
 
 
-def run_cli(store: SessionStore, session_id: str | None, stdin: TextIO, stdout: TextIO, clinician: str = "clinician") -> int:
+def run_cli(
+    store: SessionStore, session_id: str | None, stdin: TextIO, stdout: TextIO, clinician: str = "clinician"
+) -> int:
     interactive = stdin.isatty()
     resumed = bool(session_id) and store.exists(session_id)
     session = store.open(session_id)
@@ -91,7 +93,9 @@ def run_cli(store: SessionStore, session_id: str | None, stdin: TextIO, stdout: 
                 reasons = "; ".join(f"{m}: {r}" for m, r in fb.items()) if isinstance(fb, dict) else str(fb)
                 print(f"({FALLBACK_NOTICE} {reasons})", file=sys.stderr, flush=True)
             _print_doctor(turn.text, stdout)
-    print(f"(saved session {session.id}; continue with: medhx chat --cli --session {session.id})", file=stdout, flush=True)
+    print(
+        f"(saved session {session.id}; continue with: medhx chat --cli --session {session.id})", file=stdout, flush=True
+    )
     return 0
 
 

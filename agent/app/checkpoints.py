@@ -65,7 +65,8 @@ class StoreSettings:
 
     @classmethod
     def from_config(cls, session_cfg: dict | None) -> StoreSettings:
-        """From an agent config's ``session`` section; PostgreSQL when a URL is set there or in ``$MEDHX_POSTGRES_URL``."""
+        """From an agent config's ``session`` section; PostgreSQL when a URL is set there or in
+        ``$MEDHX_POSTGRES_URL``."""
         cfg = dict(session_cfg or {})
         url = cfg.get("postgres_url") or os.environ.get(POSTGRES_ENV)
         store = cfg.get("store") or ("postgres" if url else "sqlite")

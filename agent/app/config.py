@@ -56,7 +56,9 @@ def config_type(raw: dict) -> str:
                      f"config); name the type with --type ({', '.join(KINDS)})")
 
 
-def validate(path: str | Path, kind: str | None = None, loaders: Mapping[str, Loader] | None = None) -> tuple[str, dict]:
+def validate(
+    path: str | Path, kind: str | None = None, loaders: Mapping[str, Loader] | None = None
+) -> tuple[str, dict]:
     """``(type, config with defaults filled in and paths resolved)``; raises ValueError naming what is wrong. Each
     type is loaded by its own loader, the one its command uses, so what passes here is what the command runs.
     ``loaders``: the kinds of the layers above (``ui``), which this module may not import."""
@@ -103,8 +105,11 @@ def validate(path: str | Path, kind: str | None = None, loaders: Mapping[str, Lo
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``medhx config``; the top (``agent.cli``) sets the ``loaders`` default for the kinds of the layers above."""
-    p = sub.add_parser("config", help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, ui) or print it "
-                       "with defaults")
+    p = sub.add_parser(
+        "config",
+        help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, ui) or print it "
+        "with defaults",
+    )
     csub = p.add_subparsers(dest="config_command", required=True)
     for name, help_ in (("check", "validate; exit 1 with the key path on an error"),
                         ("show", "print the config with every default filled in")):

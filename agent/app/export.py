@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.app.graph_state import InterviewState
 from agent.core import cmas
 from agent.core.data import Dialogue, Utterance
-from agent.app.graph_state import InterviewState
 from agent.core.safety import DISCLAIMER, RedFlag
 from agent.core.tracker import update_state
 
@@ -235,7 +235,9 @@ def _history_sections(state: dict) -> list[str]:
 
     med_labels = (("respone_to", "for"), ("impact", "helped:"), ("frequency", "frequency:"), ("start", "since"))
     out += ["", "## Medications"]
-    out += _status_lines(state, "medication", med_labels, negative="Not taking", unknown="Unsure about") or [NONE_RECORDED]
+    out += _status_lines(state, "medication", med_labels, negative="Not taking", unknown="Unsure about") or [
+        NONE_RECORDED
+    ]
 
     out += ["", "## Allergies and exposures"]
     allergy = _status_lines(state, "medical_history", mh_labels, keep=_is_allergy, negative="No allergy")
@@ -265,7 +267,9 @@ def _social_lines(state: dict) -> list[str]:
         if trv.get("status") == "not_traveled":
             social.append("- Travel: no recent travel")
         else:
-            extra = "; ".join(f"{k}: {trv[k]}" for k in ("destination", "value", "when", "date", "frequency") if trv.get(k))
+            extra = "; ".join(
+                f"{k}: {trv[k]}" for k in ("destination", "value", "when", "date", "frequency") if trv.get(k)
+            )
             social.append("- Travel: recent travel" + (f" — {extra}" if extra else ""))
     return social
 

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.core import safety
 from agent.app.graph_nodes import Agent, Nodes, after_speak
 from agent.app.graph_state import InterviewState
+from agent.core import safety
 from policies.agent_config import check_agent_config, resolve_agent_paths
 from policies.registry import build_modules, make_template_nlg
 

@@ -11,6 +11,7 @@ NLG speaks. The doctor turn records ``fallback: {module: reason}``; the abandone
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
@@ -22,8 +23,6 @@ from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from agent.core import cmas, safety
-from agent.core.clinical_text import is_opening
 from agent.app.graph_state import (
     InterviewState,
     PatientInput,
@@ -36,6 +35,8 @@ from agent.app.graph_state import (
     parse_review_decision,
     utc_now,
 )
+from agent.core import cmas, safety
+from agent.core.clinical_text import is_opening
 from agent.core.protocol import NLG, ModuleOutput, Policy
 from models.backends.base import BackendError
 from models.parsing import valid_unicode
@@ -412,10 +413,8 @@ def _emit(event: dict) -> None:
     """Custom stream events (``stream_mode="custom"``): per-node latency and finished doctor turns."""
     from langgraph.config import get_stream_writer
 
-    try:
+    with contextlib.suppress(RuntimeError):  # RuntimeError: called outside a graph run
         get_stream_writer()(event)
-    except RuntimeError:  # called outside a graph run
-        pass
 
 
 def after_speak(s: InterviewState) -> str:

@@ -151,7 +151,12 @@ def parse_review_decision(obj: Any, state: dict | None = None) -> ReviewDecision
     except ValidationError as exc:
         raise ValueError(f"invalid review decision: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
     if not any(
-        (decision.approve, decision.edit is not None, decision.replace_actions is not None, decision.state_patch is not None)
+        (
+            decision.approve,
+            decision.edit is not None,
+            decision.replace_actions is not None,
+            decision.state_patch is not None,
+        )
     ):
         raise ValueError("a review decision needs one of approve / edit / replace_actions / state_patch")
     if decision.edit is not None and not decision.edit.strip():

@@ -615,7 +615,10 @@ ATTRIBUTE_DESCRIPTIONS: dict[str, dict[str, tuple[str, list[str] | None]]] = {
     "medical_history": {
         "value": ("Name of the medical condition.", ["hypertensive disease", "malignant neoplasm"]),
         "starting": ("When did the patient start to experience the condition?", ["since teenage", "ten years ago"]),
-        "frequency": ("How frequently does the patient experience the added condition?", ["every year", "during summer"]),
+        "frequency": (
+            "How frequently does the patient experience the added condition?",
+            ["every year", "during summer"],
+        ),
     },
     "family_history": {
         "value": ("Name of the medical condition.", ["hypertensive disease", "malignant neoplasm"]),

@@ -39,7 +39,12 @@ class Utterance:
     actions: list[dict] | None = None
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {"speaker": self.speaker, "uttr_id": self.uttr_id, "text": self.text, "keywords": self.keywords}
+        out: dict[str, Any] = {
+            "speaker": self.speaker,
+            "uttr_id": self.uttr_id,
+            "text": self.text,
+            "keywords": self.keywords,
+        }
         if self.speaker == "patient":
             if self.dialog_state is not None:
                 out["dialog_state"] = self.dialog_state
@@ -93,7 +98,9 @@ def load_dialogs_file(path: str | Path, strict: bool = True) -> dict[str, Dialog
         utts = dl.get("utterances") if isinstance(dl, dict) else None
         if not isinstance(utts, list):
             raise DataError(f"{path}: dialogue {did} has no 'utterances' list")
-        out[str(did)] = Dialogue(str(did), [_utterance(u, f"dialogue {did} utterance {i}", strict) for i, u in enumerate(utts)])
+        out[str(did)] = Dialogue(
+            str(did), [_utterance(u, f"dialogue {did} utterance {i}", strict) for i, u in enumerate(utts)]
+        )
     return out
 
 

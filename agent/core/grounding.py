@@ -50,7 +50,11 @@ def grounded_in(value: str, utterance: str, threshold: float = 0.75) -> bool:
 
 
 def value_known(vocab: Vocabulary, base: str, value: str) -> bool:
-    return vocab.known(base, value) or vocab.code(base, value) is not None or (bool(value) and value.casefold() in cmas.OPEN_VALUES)
+    return (
+        vocab.known(base, value)
+        or vocab.code(base, value) is not None
+        or (bool(value) and value.casefold() in cmas.OPEN_VALUES)
+    )
 
 
 def ground_item(base: str, item: dict, utterance: str | None, vocab: Vocabulary) -> dict[str, str]:

@@ -104,7 +104,9 @@ def load_ontology(path: str | Path = DEFAULT_ONTOLOGY) -> Ontology:
     for base, keys in _CODE_SOURCES.items():
         codes[base] = frozenset(e["code"] for k in keys for e in _config_values(raw, k) if isinstance(e, dict))
     symptoms = {
-        e["code"]: SymptomEntry(e["code"], e.get("display_name", e["code"]), e.get("description", ""), tuple(e.get("keywords", [])))
+        e["code"]: SymptomEntry(
+            e["code"], e.get("display_name", e["code"]), e.get("description", ""), tuple(e.get("keywords", []))
+        )
         for e in raw["all_symptom_values"]
     }
     names: dict[str, set[str]] = {}
@@ -236,7 +238,13 @@ def default_vocabulary() -> Vocabulary:
 
 
 # A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.
-_PAIN_SITE = {"abdomen": "abdominal", "joints": "joint", "testicles": "testicular", "lower back": "low back", "ears": "ear"}
+_PAIN_SITE = {
+    "abdomen": "abdominal",
+    "joints": "joint",
+    "testicles": "testicular",
+    "lower back": "low back",
+    "ears": "ear",
+}
 
 
 def symptom_names(value: str, item: dict) -> list[str]:

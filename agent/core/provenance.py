@@ -3,6 +3,7 @@ adapters), written next to training cards and benchmark reports."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
@@ -13,10 +14,8 @@ def package_versions(packages: Iterable[str]) -> dict[str, str]:
     """Installed version of each package; packages that are not installed are left out."""
     out: dict[str, str] = {}
     for pkg in packages:
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
     return out
 
 

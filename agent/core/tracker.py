@@ -140,7 +140,8 @@ def _explain(prev_gold: dict, nlu: list[dict], gold: dict, pred: dict) -> str:
         for name, items in (f.get("slots") or {}).items():
             spec = cmas.SLOTS[cmas.split_slot_name(name)[1]]
             if any(a in spec.lists for it in items for a in it):
-                return "list attribute: gold replaces the list this turn mentions; the tracker unions it (--list-merge union)"
+                return ("list attribute: gold replaces the list this turn mentions; the tracker unions it "
+                        "(--list-merge union)")
     return "annotation: gold state edits attributes of an item the turn's NLU does not mention"
 
 

@@ -25,7 +25,10 @@ def transformer_dir(path: str | Path) -> Path:
     modules = path / "modules.json"
     if modules.exists():
         for module in json.loads(modules.read_text()):
-            if module.get("type", "").endswith("Transformer") and (path / module.get("path", "") / "config.json").exists():
+            if (
+                module.get("type", "").endswith("Transformer")
+                and (path / module.get("path", "") / "config.json").exists()
+            ):
                 return path / module.get("path", "")
     raise FileNotFoundError(f"{path}: not a Hugging Face or sentence-transformers model directory (no config.json)")
 

@@ -88,7 +88,9 @@ def parse_prediction(task: str, prediction: Any) -> ParsedPrediction:
 
 def nlu_skipped(gold: list[dict]) -> bool:
     """MediTOD leaves out of P/R/F1 the turns whose gold is empty or a bare ``inform``."""
-    return not gold or (len(gold) == 1 and gold[0]["intent"] == "inform" and not any((gold[0].get("slots") or {}).values()))
+    return not gold or (
+        len(gold) == 1 and gold[0]["intent"] == "inform" and not any((gold[0].get("slots") or {}).values())
+    )
 
 
 def pol_skipped(gold: list[dict]) -> bool:
@@ -194,9 +196,14 @@ def lookahead(turns: list[Turn], matcher: Matcher) -> list[float]:
     for t in turns:
         by_dialogue.setdefault(t.example.dialog_id, []).append(t)
     if hasattr(matcher, "prefetch"):
-        matcher.prefetch(pair for d in by_dialogue.values() for i, t in enumerate(d) for g in d[i:]
-                         if g.gold.canonical == t.pred.canonical and len(g.gold.non_canonical) == len(t.pred.non_canonical)
-                         for pair in candidate_pairs(g.gold.non_canonical, t.pred.non_canonical))
+        matcher.prefetch(
+            pair
+            for d in by_dialogue.values()
+            for i, t in enumerate(d)
+            for g in d[i:]
+            if g.gold.canonical == t.pred.canonical and len(g.gold.non_canonical) == len(t.pred.non_canonical)
+            for pair in candidate_pairs(g.gold.non_canonical, t.pred.non_canonical)
+        )
     out = []
     for dialogue in by_dialogue.values():
         dialogue.sort(key=lambda t: t.example.uttr_id)
@@ -207,10 +214,13 @@ def lookahead(turns: list[Turn], matcher: Matcher) -> list[float]:
 
 
 def precision_at_k(turns: list[Turn], matcher: Matcher, ks: Sequence[float] = PRECISION_AT) -> dict[str, float | None]:
-    """Predicted doctor turn i scores 1 when its tuple set equals the gold set of one of turns i..i+K-1 of its dialogue."""
+    """Predicted doctor turn i scores 1 when its tuple set equals the gold set of one of turns i..i+K-1 of its
+    dialogue."""
     ahead = lookahead(turns, matcher)
     return {
-        ("inf" if k == math.inf else str(int(k))): round(sum(d < k for d in ahead) / len(ahead), DIGITS) if ahead else None
+        ("inf" if k == math.inf else str(int(k))): round(sum(d < k for d in ahead) / len(ahead), DIGITS)
+        if ahead
+        else None
         for k in ks
     }
 

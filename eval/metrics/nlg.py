@@ -67,7 +67,9 @@ def bertscore_model(encoder: str | Path | None = None) -> tuple[str, int]:
     return str(model_dir), int(config["num_hidden_layers"])
 
 
-def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: str | Path | None = None) -> list[float]:
+def bertscore_f1(
+    candidates: Sequence[str], references: Sequence[str], encoder: str | Path | None = None
+) -> list[float]:
     """Per-pair BERTScore F1 from the ``bert-score`` library (no idf, no baseline rescaling); an empty candidate or
     reference scores 0, as the library sets it."""
     if not candidates:
@@ -76,8 +78,9 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: 
 
     offline()
     model_dir, layer = bertscore_model(encoder)
-    # verbose off: the library prints to stdout, where medhx score writes its JSON. bert-score scores an empty side 0 but encodes it through a tokenizer method transformers 5 removed, so the
-    # empty pairs are settled here, with the library's value
+    # verbose off: the library prints to stdout, where medhx score writes its JSON. bert-score scores an empty side 0
+    # but encodes it through a tokenizer method transformers 5 removed, so the empty pairs are settled here, with the
+    # library's value
     scored = [i for i, (c, r) in enumerate(zip(candidates, references, strict=True)) if c.strip() and r.strip()]
     out = [0.0] * len(candidates)
     if scored:

@@ -37,7 +37,15 @@ from typing import Any
 
 from agent.core.data import Example
 
-_SYMPTOM_CANONICAL = ("location", "progression", "severity", "lesion_size", "rash_swollen", "itching", "lesions_peel_off")
+_SYMPTOM_CANONICAL = (
+    "location",
+    "progression",
+    "severity",
+    "lesion_size",
+    "rash_swollen",
+    "itching",
+    "lesions_peel_off",
+)
 _PLAIN = ("_medical_history", "_family_history", "_habit", "_medical_test", "_exposure")
 _NO_HEAD = "dummy"
 
@@ -100,7 +108,9 @@ def nlu_sets(frames: Any) -> tuple[set, set]:
 
 
 def nlu_skipped(gold: list[dict]) -> bool:
-    return len(gold) == 0 or (len(gold) == 1 and gold[0]["intent"] == "inform" and len(gold[0].get("slots", dict())) == 0)
+    return len(gold) == 0 or (
+        len(gold) == 1 and gold[0]["intent"] == "inform" and len(gold[0].get("slots", dict())) == 0
+    )
 
 
 class _Tally:
@@ -238,7 +248,9 @@ def score_pol_official(examples: Sequence[Example], predictions: Mapping[tuple[s
                 hits[k] += max(int(pred == gold[j]) for j in range(i, end))
     return {
         **tally.report(len(examples)),
-        "precision_at_k": {("inf" if k == float("inf") else str(int(k))): hits[k] / total if total else 0.0 for k in ks},
+        "precision_at_k": {
+            ("inf" if k == float("inf") else str(int(k))): hits[k] / total if total else 0.0 for k in ks
+        },
     }
 
 

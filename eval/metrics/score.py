@@ -1,7 +1,8 @@
 """``medhx score {nlu,pol,nlg}``: score a prediction file against a MediTOD-format split.
 
-The headline is MediTOD's official definition (:mod:`eval.metrics.official`, :mod:`eval.metrics.nlg`); medhx's schema-lenient,
-soft-matching variant is reported beside it under ``lenient`` (:mod:`eval.metrics.lenient`), never under the official names.
+The headline is MediTOD's official definition (:mod:`eval.metrics.official`, :mod:`eval.metrics.nlg`); medhx's
+schema-lenient, soft-matching variant is reported beside it under ``lenient`` (:mod:`eval.metrics.lenient`), never
+under the official names.
 
 Prediction file (JSON lines), one object per scored turn:
 ``{"dialog_id": "317", "uttr_id": 3, "prediction": <CMAS JSON | text for NLG | null>, "raw": "<model text>"}``.
@@ -79,19 +80,23 @@ def decode_prediction(prediction: Any) -> Any:
 
 
 OFFICIAL_NOTE = {
-    "nlu": "MediTOD's official NLU definition (dair-iitd/MediTOD metrics/nlu_metrics.py), eval/metrics/official.py: every "
-           "predicted key and value is unrolled whether or not CMAS allows it, values compared as written; turns "
-           "whose gold is empty or a bare inform are left out of P/R/F1 and out of joint accuracy's numerator, while "
-           "joint accuracy divides by all turns; a prediction that cannot be unrolled is a format error and scores "
-           "as empty",
-    "pol": "MediTOD's official POL definition (dair-iitd/MediTOD metrics/pol_metrics.py), eval/metrics/official.py: every "
-           "predicted key and value is unrolled; an action that cannot be unrolled adds nothing; turns whose gold is "
-           "empty or a bare inquire are left out of P/R/F1 and of joint accuracy's numerator; Precision@K over every "
-           "doctor turn but each dialogue's first utterance",
+    "nlu": "MediTOD's official NLU definition (dair-iitd/MediTOD metrics/nlu_metrics.py), eval/metrics/official.py: "
+    "every "
+    "predicted key and value is unrolled whether or not CMAS allows it, values compared as written; turns "
+    "whose gold is empty or a bare inform are left out of P/R/F1 and out of joint accuracy's numerator, while "
+    "joint accuracy divides by all turns; a prediction that cannot be unrolled is a format error and scores "
+    "as empty",
+    "pol": "MediTOD's official POL definition (dair-iitd/MediTOD metrics/pol_metrics.py), eval/metrics/official.py: "
+    "every "
+    "predicted key and value is unrolled; an action that cannot be unrolled adds nothing; turns whose gold is "
+    "empty or a bare inquire are left out of P/R/F1 and of joint accuracy's numerator; Precision@K over every "
+    "doctor turn but each dialogue's first utterance",
 }
-LENIENT_NOTE = ("lenient: medhx's own variant (eval/metrics/lenient.py), not MediTOD's definition: schema-invalid parts set "
-                "aside, values lower-cased, non-canonical values through the matcher, skipped turns credited in "
-                "joint accuracy")
+LENIENT_NOTE = (
+    "lenient: medhx's own variant (eval/metrics/lenient.py), not MediTOD's definition: schema-invalid parts set "
+    "aside, values lower-cased, non-canonical values through the matcher, skipped turns credited in "
+    "joint accuracy"
+)
 
 
 def score(task: str, examples: list[Example], predictions: dict[tuple[str, int], Any],
@@ -153,7 +158,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--pred", help="predictions, JSON lines (dialog_id, uttr_id, prediction, raw)")
     src.add_argument("--gold-as-pred", action="store_true", help="score the gold annotations against themselves")
-    p.add_argument("--match", choices=MATCHERS, default="exact", help="matching of non-canonical values in the lenient variant (NLU, POL)")
+    p.add_argument(
+        "--match",
+        choices=MATCHERS,
+        default="exact",
+        help="matching of non-canonical values in the lenient variant (NLU, POL)",
+    )
     p.add_argument("--threshold", type=float, default=DEFAULT_EMBEDDING_THRESHOLD, help="cosine for --match embedding")
     p.add_argument("--ontology", default=str(DEFAULT_ONTOLOGY), help="questionnaire ontology for --match synonym")
     p.add_argument("--llm-url", help="OpenAI-compatible API base for --match llm, e.g. http://localhost:8000/v1")

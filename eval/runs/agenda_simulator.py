@@ -310,7 +310,9 @@ class AgendaSimulator:
         head: dict[str, Any] = {"value": item["value"]}
         noun = None
         if with_location and base == "symptom" and item.get("location") and status == "positive":
-            noun = f"{self._choose(self.lex.phrases(base, item['value']).noun)} in {self.lay_location(item['location'])}"
+            noun = (
+                f"{self._choose(self.lex.phrases(base, item['value']).noun)} in {self.lay_location(item['location'])}"
+            )
             head["location"] = list(item["location"])
         if base == "family_history" and item.get("relation"):
             head["relation"] = item["relation"]
@@ -332,7 +334,9 @@ class AgendaSimulator:
                 if re.fullmatch(r"\d+(?:\.\d+)?", v.strip()):
                     text = self._choose(lex.attributes["severity"]).format(v=v)
                 else:
-                    text = self._choose(lex.attributes["severity_words"]).format(v=self._choose(lex.severity_words.get(v, [v])))
+                    text = self._choose(lex.attributes["severity_words"]).format(
+                        v=self._choose(lex.severity_words.get(v, [v]))
+                    )
             elif attr == "location":
                 text = self._choose(lex.attributes["location"]).format(v=self.lay_location(values))
             elif attr == "positive_characteristics":
@@ -345,13 +349,19 @@ class AgendaSimulator:
             else:
                 text = f"{attr.replace('_', ' ')}: {v}"
         else:
-            key = {("medical_history", "starting"): "history_starting", ("medical_history", "frequency"): "history_frequency",
-                   ("habit", "frequency"): "habit_frequency", ("medication", "frequency"): "medication_frequency",
-                   ("medical_test", "when"): "test_when"}.get((base, attr), attr)
+            key = {
+                ("medical_history", "starting"): "history_starting",
+                ("medical_history", "frequency"): "history_frequency",
+                ("habit", "frequency"): "habit_frequency",
+                ("medication", "frequency"): "medication_frequency",
+                ("medical_test", "when"): "test_when",
+            }.get((base, attr), attr)
             if attr == "impact":
                 text = self._choose(lex.impact.get(v.casefold(), [f"it helps: {v}"]))
             elif attr == "respone_to":
-                target = next((b for b in ("medical_history", "symptom") if v in lex.values.get(b, {})), "medical_history")
+                target = next(
+                    (b for b in ("medical_history", "symptom") if v in lex.values.get(b, {})), "medical_history"
+                )
                 text = self._choose(lex.attributes["respone_to"]).format(v=self._choose(lex.phrases(target, v).noun))
             elif key in lex.attributes:
                 text = self._choose(lex.attributes[key]).format(v=v)
@@ -370,7 +380,11 @@ class AgendaSimulator:
                 frag = {"travel": [{"status": "not_traveled"}]}
                 return [Clause(self._choose(words["not_traveled"]), frag, "deny")]
             dest = record.get("destination") or record.get("value")
-            text = self._choose(words["traveled"]).format(destination=dest) if dest else self._choose(words["traveled_unnamed"])
+            text = (
+                self._choose(words["traveled"]).format(destination=dest)
+                if dest
+                else self._choose(words["traveled_unnamed"])
+            )
             said = {k: record[k] for k in ("status", "destination", "value") if k in record}
             out = [Clause(text, {"travel": [said]}, "affirm")]
             if when := record.get("date") or record.get("when"):
@@ -381,8 +395,14 @@ class AgendaSimulator:
             return [Clause(self._choose(self.lex.answers.no_record), {}, "unsure")]
         if base == "basic_information":
             asked = [c.get("type") for c in checks if c.get("type") in cmas.BASIC_KEYS]
-            keys = asked or ([value] if value in cmas.BASIC_KEYS else [k for k in ("age", "sex", "gender") if k in record])
-            out = [Clause(self._choose(words[k]).format(v=record[k]), {base: [{k: record[k]}]}) for k in keys if k in record]
+            keys = asked or (
+                [value] if value in cmas.BASIC_KEYS else [k for k in ("age", "sex", "gender") if k in record]
+            )
+            out = [
+                Clause(self._choose(words[k]).format(v=record[k]), {base: [{k: record[k]}]})
+                for k in keys
+                if k in record
+            ]
             return out or [Clause(self._choose(self.lex.answers.unsure), {}, "unsure")]
         status = record.get("status")
         out = []
@@ -394,7 +414,9 @@ class AgendaSimulator:
                                       {base: [{"value": record["value"]}]}))
             elif record.get("value"):
                 frag = {"value": record["value"], **({"status": status} if status else {})}
-                out.append(Clause(self._choose(words["true"]).format(a_value=_article(record["value"])), {base: [frag]}))
+                out.append(
+                    Clause(self._choose(words["true"]).format(a_value=_article(record["value"])), {base: [frag]})
+                )
             asked = {c.get("type") for c in checks}
             for key in ("hazards", "exposure", "when"):
                 if record.get(key) and (key in asked or self.rng.random() < self.volunteer_p):

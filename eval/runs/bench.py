@@ -31,14 +31,14 @@ from agent.core import safety
 from agent.core.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.core.paths import ConfigPath, read_config_file, resolve_paths
 from agent.core.provenance import package_versions, tree_hash
-from eval.runs.bench_report import plot_all, write_report
 from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
 from eval.metrics.matching import make_matcher
 from eval.metrics.nlg_facts import score_nlg_facts
 from eval.metrics.official import nlu_sets, nlu_skipped
-from eval.runs.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
 from eval.metrics.score import score
 from eval.metrics.stats import percentile
+from eval.runs.bench_report import plot_all, write_report
+from eval.runs.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
 from models.modules import LLMModule
 from models.prepare import resolve_base_model
 from models.serve import load_serve_config
@@ -67,7 +67,9 @@ class BenchConfig(BaseModel):
     """A bench run. Unknown keys are errors: a typo must not silently fall back to a default."""
 
     model_config = ConfigDict(extra="forbid")
-    agent: ConfigPath | dict[str, Any] = Field(description="the module configuration: an agent YAML path or its mapping")
+    agent: ConfigPath | dict[str, Any] = Field(
+        description="the module configuration: an agent YAML path or its mapping"
+    )
     data: ConfigPath = str(DEFAULT_DATA_DIR)
     split: str = "all"
     domain: Literal["in-domain", "out-of-domain"] = "in-domain"
@@ -353,7 +355,9 @@ def per_group_f1(examples: list[Example], predictions: dict) -> dict[str, dict[s
             pred = set().union(*nlu_sets(predictions.get((ex.dialog_id, ex.uttr_id))))
         except Exception:
             pred = set()
-        for t, side in [(t, "tp") for t in gold & pred] + [(t, "fp") for t in pred - gold] + [(t, "fn") for t in gold - pred]:
+        for t, side in (
+            [(t, "tp") for t in gold & pred] + [(t, "fp") for t in pred - gold] + [(t, "fn") for t in gold - pred]
+        ):
             groups = []
             if len(t) >= 3:
                 groups.append(("slot", str(t[1])))
@@ -421,9 +425,16 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict:
         if not examples:
             raise ValueError(f"no {task} turns in split {cfg.split!r} of {cfg.data}")
         examples_by_task[task] = examples
-    provenance = {"config": cfg.model_dump(), "agent": agent_cfg, "data": str(cfg.data), "split": cfg.split,
-                  "data_hash": data_hash(dialogues), "models": model_hashes(agent_cfg), "versions": package_versions(VERSIONED),
-                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    provenance = {
+        "config": cfg.model_dump(),
+        "agent": agent_cfg,
+        "data": str(cfg.data),
+        "split": cfg.split,
+        "data_hash": data_hash(dialogues),
+        "models": model_hashes(agent_cfg),
+        "versions": package_versions(VERSIONED),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
 
     t_load = time.perf_counter()

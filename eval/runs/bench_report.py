@@ -31,7 +31,9 @@ def flat_metrics(task: str, scores: dict) -> dict[str, float | None]:
 
 
 def paper_tables(paper: dict, task: str, domain: str) -> list[tuple[str, dict]]:
-    return [(n, t) for n, t in (paper.get("tables") or {}).items() if t.get("task") == task and t.get("domain") == domain]
+    return [
+        (n, t) for n, t in (paper.get("tables") or {}).items() if t.get("task") == task and t.get("domain") == domain
+    ]
 
 
 def _fmt(v: Any) -> str:
@@ -114,15 +116,19 @@ def plot_all(metrics: dict, paper: dict, cfg: Any, out: Path) -> list[str]:
 
 def write_report(metrics: dict, provenance: dict, paper: dict, cfg: Any, plots: list[str], path: Path) -> None:
     lines = [f"# medhx bench: {cfg.split} of {cfg.data} ({cfg.domain})", ""]
-    lines += [f"- date: {provenance['date']}; data hash {provenance['data_hash']}; seed {cfg.seed}; "
-              f"limit {cfg.limit or 'none'}",
-              f"- base model: {provenance['models']['base_model'].get('name')} "
-              f"(sha256/16 {provenance['models']['base_model'].get('sha256_16')}); adapters: "
-              + (", ".join(f"{k} {v['sha256_16']}" for k, v in provenance['models']['adapters'].items()) or "none"),
-              "- versions: " + ", ".join(f"{k} {v}" for k, v in provenance["versions"].items()),
-              "- headline scores are MediTOD's official definitions (exact tuple match; eval/metrics/official.py, eval/metrics/nlg.py)."
-              " The paper's rows below were reported on the full MediTOD test set (non-medical values adjudicated by"
-              " ChatGPT in the paper); on another split they are orientation, not a like-for-like comparison.", ""]
+    lines += [
+        f"- date: {provenance['date']}; data hash {provenance['data_hash']}; seed {cfg.seed}; "
+        f"limit {cfg.limit or 'none'}",
+        f"- base model: {provenance['models']['base_model'].get('name')} "
+        f"(sha256/16 {provenance['models']['base_model'].get('sha256_16')}); adapters: "
+        + (", ".join(f"{k} {v['sha256_16']}" for k, v in provenance["models"]["adapters"].items()) or "none"),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in provenance["versions"].items()),
+        "- headline scores are MediTOD's official definitions (exact tuple match; eval/metrics/official.py, "
+        "eval/metrics/nlg.py)."
+        " The paper's rows below were reported on the full MediTOD test set (non-medical values adjudicated by"
+        " ChatGPT in the paper); on another split they are orientation, not a like-for-like comparison.",
+        "",
+    ]
     for task, m in metrics["tasks"].items():
         s = m["scores"]
         ours = flat_metrics(task, s)
@@ -131,10 +137,15 @@ def write_report(metrics: dict, provenance: dict, paper: dict, cfg: Any, plots: 
             keys = [k for k in table["metrics"] if k in ours]
             if not keys:
                 continue
-            lines += [f"{table['caption']} ({table['units']}; the paper's rows on the full dataset)", "",
-                      "| model | setting | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys),
-                      f"| **medhx (this run)** | {cfg.split} split | " + " | ".join(f"**{_fmt(ours[k])}**" for k in keys)
-                      + " |"]
+            lines += [
+                f"{table['caption']} ({table['units']}; the paper's rows on the full dataset)",
+                "",
+                "| model | setting | " + " | ".join(keys) + " |",
+                "|---|---|" + "---|" * len(keys),
+                f"| **medhx (this run)** | {cfg.split} split | "
+                + " | ".join(f"**{_fmt(ours[k])}**" for k in keys)
+                + " |",
+            ]
             lines += [f"| {r['model']} | {r['setting']} | " + " | ".join(_fmt(r.get(k)) for k in keys) + " |"
                       for r in table["rows"]]
             lines.append("")
@@ -154,20 +165,27 @@ def write_report(metrics: dict, provenance: dict, paper: dict, cfg: Any, plots: 
                       f"{s['bertscore_model']['layer']} (the paper: roberta-large; compare as a trend).", ""]
             facts = s.get("facts") or {}
             if facts:
-                lines += ["Fact-level score (eval/metrics/nlg_facts.py: the generated utterance read back into CMAS facts, "
-                          "compared with the planned action's):", "", "| matcher | precision | recall | F1 |",
-                          "|---|---|---|---|"]
+                lines += [
+                    "Fact-level score (eval/metrics/nlg_facts.py: the generated utterance read back into CMAS facts, "
+                    "compared with the planned action's):",
+                    "",
+                    "| matcher | precision | recall | F1 |",
+                    "|---|---|---|---|",
+                ]
                 lines += [f"| {n} | {_fmt(r.get('precision'))} | {_fmt(r.get('recall'))} | {_fmt(r.get('f1'))} |"
                           for n, r in facts.items()]
                 lines.append("")
         st, run = m["stats"], m["run"]
-        lines += ["| turns | schema-valid before repair | after repair | format errors | fallbacks | tokens in / out | "
-                  "latency p50 / p95 (s) | throughput (turns/s) | computed / reused from cache |",
-                  "|---|---|---|---|---|---|---|---|---|",
-                  f"| {st['turns']} | {_fmt(st['schema_valid_before_repair'])} | {_fmt(st['schema_valid_after_repair'])}"
-                  f" | {st['format_errors']} | {st['fallbacks']} | {st['tokens_in']} / {st['tokens_out']} | {_fmt(st['latency_p50_s'])} / "
-                  f"{_fmt(st['latency_p95_s'])} | {_fmt(run['turns_per_s'])} | {run['computed']} / {run['reused']} |",
-                  ""]
+        lines += [
+            "| turns | schema-valid before repair | after repair | format errors | fallbacks | tokens in / out | "
+            "latency p50 / p95 (s) | throughput (turns/s) | computed / reused from cache |",
+            "|---|---|---|---|---|---|---|---|---|",
+            f"| {st['turns']} | {_fmt(st['schema_valid_before_repair'])} | {_fmt(st['schema_valid_after_repair'])}"
+            f" | {st['format_errors']} | {st['fallbacks']} | {st['tokens_in']} / {st['tokens_out']}"
+            f" | {_fmt(st['latency_p50_s'])} / "
+            f"{_fmt(st['latency_p95_s'])} | {_fmt(run['turns_per_s'])} | {run['computed']} / {run['reused']} |",
+            "",
+        ]
         if run["corrupted_lines"]:
             lines += [f"**{len(run['corrupted_lines'])} corrupted cache lines were set aside and their turns "
                       "recomputed:** " + "; ".join(f"line {c['line']}: {c['reason']}" for c in run["corrupted_lines"]),

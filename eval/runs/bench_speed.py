@@ -29,8 +29,8 @@ Writes ``report.json`` and ``bench_speed.png`` to the output directory.
 
 Where each part lives (this module re-exports their public names): the config in :mod:`eval.runs.bench_speed_config`,
 the arithmetic and the contention meter in :mod:`eval.runs.bench_speed_measure`, the timed runs in
-:mod:`eval.runs.bench_speed_engines`, the chart and the summary line in :mod:`eval.runs.bench_speed_report`; the run itself
-and the command here.
+:mod:`eval.runs.bench_speed_engines`, the chart and the summary line in :mod:`eval.runs.bench_speed_report`; the run
+itself and the command here.
 """
 
 from __future__ import annotations
@@ -162,6 +162,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.output_dir:
         config["output_dir"] = args.output_dir
     report = run_bench(config)
-    print(f"report: {Path(config['output_dir']) / 'report.json'}  chart: {Path(config['output_dir']) / 'bench_speed.png'}")
+    print(
+        f"report: {Path(config['output_dir']) / 'report.json'}  chart: {Path(config['output_dir']) / 'bench_speed.png'}"
+    )
     print(summary_line(report))
     return 0

@@ -138,10 +138,15 @@ def _vllm_backend(config: dict, base: str, dtype: str, threads: int) -> tuple[An
     from models.backends.vllm_offline import VLLMOfflineBackend
 
     v = config["vllm"]
-    settings = {"dtype": dtype, "max_model_len": v["max_model_len"], "cpu_kvcache_space_gib": v["cpu_kvcache_space_gib"],
-                "cpu_omp_threads_bind": omp_bind(v["cpu_omp_threads_bind"], threads),
-                "enable_prefix_caching": bool(v["enable_prefix_caching"]),
-                "structured_outputs": v["structured_outputs"], **(v["engine_args"] or {})}
+    settings = {
+        "dtype": dtype,
+        "max_model_len": v["max_model_len"],
+        "cpu_kvcache_space_gib": v["cpu_kvcache_space_gib"],
+        "cpu_omp_threads_bind": omp_bind(v["cpu_omp_threads_bind"], threads),
+        "enable_prefix_caching": bool(v["enable_prefix_caching"]),
+        "structured_outputs": v["structured_outputs"],
+        **(v["engine_args"] or {}),
+    }
     t0 = time.perf_counter()
     backend = VLLMOfflineBackend(model=base, **settings)
     return backend, time.perf_counter() - t0

@@ -196,7 +196,9 @@ def card_from_dialogue(dialogue: Dialogue, domain: str = "other", rules: RuleSet
                         persona=f"A {who} from the MediTOD dialogue {dialogue.dialog_id}.", state=state)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise CaseError(f"dialogue {dialogue.dialog_id}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+        raise CaseError(
+            f"dialogue {dialogue.dialog_id}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+        ) from None
 
 
 def cards_from_meditod(data_dir: str | Path, split: str = "all", ids: list[str] | None = None,
@@ -295,7 +297,9 @@ def _number(v: str) -> str | None:
     return m.group(1) if m else None
 
 
-def same_value(wanted: str, found: str, canonical: bool, attribute: str | None = None, either_way: bool = False) -> bool:
+def same_value(
+    wanted: str, found: str, canonical: bool, attribute: str | None = None, either_way: bool = False
+) -> bool:
     """Whether ``found`` says ``wanted``: exactly for canonical values (a severity ``6`` is ``6/10``), by content
     words for free text (the words of ``wanted`` occur in ``found``; ``either_way``: or those of ``found`` in
     ``wanted``, so "for two weeks now" is supported by "two weeks ago")."""
@@ -309,7 +313,9 @@ def same_value(wanted: str, found: str, canonical: bool, attribute: str | None =
 
 
 def _medical_items(state: dict, slot: str, base: str, head: str, vocab: Vocabulary) -> list[dict]:
-    return [it for it in state.get(slot) or [] if isinstance(it.get("value"), str) and vocab.same(base, it["value"], head)]
+    return [
+        it for it in state.get(slot) or [] if isinstance(it.get("value"), str) and vocab.same(base, it["value"], head)
+    ]
 
 
 def covered(fact: Fact, state: dict, vocab: Vocabulary) -> bool:

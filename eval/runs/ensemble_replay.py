@@ -18,8 +18,8 @@ from agent.core.data import DEFAULT_DATA_DIR, load_dialogues
 from agent.core.ontology import default_vocabulary
 from agent.core.protocol import ModuleOutput
 from agent.core.safety import admit_frames
-from eval.runs.predict import teacher_forced_contexts
 from eval.metrics.score import load_predictions
+from eval.runs.predict import teacher_forced_contexts
 from policies.nlu.ensemble import EnsembleNLU
 
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
+from agent.app.sessions import SessionStore
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary, symptom_names
 from agent.core.paths import REPO_ROOT
-from agent.app.sessions import SessionStore
 from policies.agent_config import DEFAULT_CONFIG, load_config
 
 MATERIAL = REPO_ROOT / "tests" / "generalisation"

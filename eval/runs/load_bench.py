@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.app.sessions import SessionStore
 from agent.core.data import DEFAULT_DATA_DIR, load_dialogues
 from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
-from agent.app.sessions import SessionStore
 from eval.metrics.stats import percentile
 from policies.agent_config import load_config as load_agent_config
 
@@ -203,13 +203,17 @@ def write_outputs(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     slim = {**report, "runs": [{k: v for k, v in r.items() if k != "latencies_s"} for r in report["runs"]]}
     (out / "report.json").write_text(json.dumps(slim, indent=2) + "\n")
-    rows = ["| store | interviews | turns | turns/s | p50 ms | p95 ms | p99 ms | errors | lost | duplicated | fallbacks |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| store | interviews | turns | turns/s | p50 ms | p95 ms | p99 ms | errors | lost | duplicated | fallbacks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in report["runs"]:
         lat = r["latency_ms"]
-        rows.append(f"| {r['store']} | {r['interviews']} | {r['turns_accepted']}/{r['turns_sent']} | {r['turns_per_s']} "
-                    f"| {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['errors']} | {r['lost']} | {r['duplicated']} "
-                    f"| {r['fallbacks_by_module'] or 0} |")
+        rows.append(
+            f"| {r['store']} | {r['interviews']} | {r['turns_accepted']}/{r['turns_sent']} | {r['turns_per_s']} "
+            f"| {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['errors']} | {r['lost']} | {r['duplicated']} "
+            f"| {r['fallbacks_by_module'] or 0} |"
+        )
     agent = ", ".join(f"{k}: {v}" for k, v in report["agent"].items())
     (out / "report.md").write_text(f"# Load benchmark\n\nAgent: {agent} ({report['config']['agent']}); "
                                    f"{report['machine']['cpu_count']} cores.\n\n" + "\n".join(rows) + "\n")

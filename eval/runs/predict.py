@@ -62,7 +62,9 @@ def teacher_forced_contexts(dialogues) -> list[tuple[str, int, TurnContext]]:
                 past.append(u.actions or [])
                 continue
             if u.nlu is not None:
-                out.append((d.dialog_id, u.uttr_id, TurnContext(turns=list(turns), state=dict(state), past_actions=list(past))))
+                out.append(
+                    (d.dialog_id, u.uttr_id, TurnContext(turns=list(turns), state=dict(state), past_actions=list(past)))
+                )
             state = u.dialog_state if u.dialog_state is not None else state
     return out
 
@@ -78,7 +80,9 @@ def teacher_forced_doctor_contexts(dialogues) -> dict[tuple[str, int], TurnConte
         state: dict = {}
         for i, u in enumerate(d.utterances):
             if u.speaker == "doctor" and u.actions is not None and i > 0:
-                out[(d.dialog_id, u.uttr_id)] = TurnContext(turns=list(turns), state=dict(state), past_actions=list(past))
+                out[(d.dialog_id, u.uttr_id)] = TurnContext(
+                    turns=list(turns), state=dict(state), past_actions=list(past)
+                )
             turns.append((u.speaker, u.text))
             if u.speaker == "doctor":
                 past.append(u.actions or [])

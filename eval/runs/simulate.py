@@ -1,8 +1,8 @@
 """``medhx simulate --config configs/simulate/<name>.yaml [--json]``: whole interviews against simulated patients.
 
 The real agent (the compiled LangGraph interview, any module configuration, a SQLite session store of its own)
-interviews a simulated patient (:mod:`eval.runs.simulators`) for every case card (:mod:`eval.runs.cases`: hand-written cards
-and MediTOD dialogues), in two modes:
+interviews a simulated patient (:mod:`eval.runs.simulators`) for every case card (:mod:`eval.runs.cases`: hand-written
+cards and MediTOD dialogues), in two modes:
 
 - ``end_to_end``: the agent's own NLU reads the simulator's words;
 - ``oracle``: the simulator hands the agent the gold frame of each reply (:class:`eval.runs.simulators.OracleNLU` in
@@ -37,12 +37,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.core import cmas
 from agent.app.graph_state import InterviewState
+from agent.app.sessions import SessionStore
+from agent.core import cmas
 from agent.core.ontology import default_vocabulary
 from agent.core.paths import ConfigPath, read_config_file, resolve_path, resolve_paths
 from agent.core.safety import clean_patient_text
-from agent.app.sessions import SessionStore
 from eval.runs.cases import CaseCard, CaseError, cards_from_meditod, load_cards
 from eval.runs.simulate_metrics import interview_metrics
 from eval.runs.simulate_report import headline, summarize, write_outputs
@@ -389,7 +389,9 @@ def _run_group(prepared: Run, agent: str, mode: Mode, jobs: list[Job], factory: 
             return slots.get_nowait()
         except queue.Empty:
             with lock:
-                slot = Slot(prepared.agents[agent], mode, root / f"{agent}-{mode}-w{len(built)}", prepared.config.max_turns)
+                slot = Slot(
+                    prepared.agents[agent], mode, root / f"{agent}-{mode}-w{len(built)}", prepared.config.max_turns
+                )
                 built.append(slot)
             return slot
 

@@ -366,7 +366,10 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         "precision": round(prec[0] / prec[1], 4) if prec[1] else None,
         "turns_until_close": round(sum(turns) / len(turns), 2) if turns else None,
         "questions": dict(q),
-        "red_flags": {**dict(flags), "recall": round(flags["hit"] / flags["expected"], 4) if flags["expected"] else None},
+        "red_flags": {
+            **dict(flags),
+            "recall": round(flags["hit"] / flags["expected"], 4) if flags["expected"] else None,
+        },
         "diagnosis": {"cases": diag[1], "matched": diag[0]},
         "red_flag_screen": {"cases": screens[1], "on_time": screens[0], "plan_is_card_presentation": screens[2]},
         "facts_per_turn": round(facts[0] / facts[1], 3) if facts[1] else None,

@@ -141,12 +141,14 @@ def case_table(summary: dict, mode: str) -> str:
             continue
         c, rf = m["coverage"], m["red_flags"]
         why = Counter(x["reason"] for x in m["missed"])
-        rows.append(f"| {row['case']} | {row['seed']} | {_pct(c['canonical'])} | {_pct(c['non_canonical'])} | "
-                    f"{_pct(c['negative'])} | {_pct(m['precision']['value'])} | {m['turns']['doctor']} | "
-                    f"{m['turns']['ended_by']} | {','.join(rf['missed']) or '-'} / {','.join(rf['unexpected']) or '-'} | "
-                    f"{_screen(m.get('red_flag_screen'))} | {_rank(m.get('diagnosis'))} | "
-                    f"{why['never elicited']} / {why['said, not understood']} / "
-                    f"{why['said, set aside by grounding']} / {why['understood, lost later']} |")
+        rows.append(
+            f"| {row['case']} | {row['seed']} | {_pct(c['canonical'])} | {_pct(c['non_canonical'])} | "
+            f"{_pct(c['negative'])} | {_pct(m['precision']['value'])} | {m['turns']['doctor']} | "
+            f"{m['turns']['ended_by']} | {','.join(rf['missed']) or '-'} / {','.join(rf['unexpected']) or '-'} | "
+            f"{_screen(m.get('red_flag_screen'))} | {_rank(m.get('diagnosis'))} | "
+            f"{why['never elicited']} / {why['said, not understood']} / "
+            f"{why['said, set aside by grounding']} / {why['understood, lost later']} |"
+        )
     return "\n".join(rows)
 
 

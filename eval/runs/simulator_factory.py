@@ -85,7 +85,9 @@ class SimulatorFactory:
             try:
                 self._custom = getattr(importlib.import_module(module), attr)
             except (ImportError, AttributeError) as exc:
-                raise ValueError(f"simulator kind {settings.kind!r}: cannot import {attr!r} from {module!r}: {exc}") from None
+                raise ValueError(
+                    f"simulator kind {settings.kind!r}: cannot import {attr!r} from {module!r}: {exc}"
+                ) from None
             return
         self.lexicon = load_lexicon(settings.lexicon or DEFAULT_LEXICON)
         if isinstance(settings, LLMSimulatorSettings):

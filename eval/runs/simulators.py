@@ -23,7 +23,8 @@ the agent the gold frame), judging policy and NLU apart.
 
 Where each part lives (this module re-exports their public names):
 
-- :mod:`eval.runs.patient_protocol`: the protocol (:class:`DoctorTurn`, :class:`PatientReply`, :class:`PatientSimulator`);
+- :mod:`eval.runs.patient_protocol`: the protocol (:class:`DoctorTurn`, :class:`PatientReply`,
+  :class:`PatientSimulator`);
 - :mod:`eval.runs.lay_lexicon`: the lay lexicon, typed, and its loader;
 - :mod:`eval.runs.agenda_simulator`: the agenda simulator and its lay wording;
 - :mod:`eval.runs.llm_simulator`: the LLM simulator, its client and its judges;

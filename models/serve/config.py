@@ -90,7 +90,9 @@ def check_serve_config(data: dict | ServeConfig, base_dir: str | Path | None = N
     except ValidationError as exc:
         unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
         if unknown:
-            raise ValueError(f"unknown serve config keys {unknown} (allowed: {sorted(ServeConfig.model_fields)})") from None
+            raise ValueError(
+                f"unknown serve config keys {unknown} (allowed: {sorted(ServeConfig.model_fields)})"
+            ) from None
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ValueError(f"serve config: {problems}") from None
     return config

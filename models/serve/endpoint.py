@@ -90,8 +90,10 @@ def endpoint_lock(endpoint: Endpoint, timeout_s: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise BackendError(f"another medhx process is starting or stopping the vLLM server at "
-                                       f"{endpoint.url} (lock {endpoint.lock_path}); gave up after {timeout_s:.0f}s") from None
+                    raise BackendError(
+                        f"another medhx process is starting or stopping the vLLM server at "
+                        f"{endpoint.url} (lock {endpoint.lock_path}); gave up after {timeout_s:.0f}s"
+                    ) from None
                 time.sleep(0.2)
         yield
     finally:

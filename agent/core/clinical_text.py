@@ -16,9 +16,15 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.matcher import PhraseMatcher
+    from spacy.tokens import Doc
 
 
-def conversation_rules():
+def conversation_rules() -> list[Any]:
     """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes).
 
     FORWARD only: in speech the cue comes first ("no fever", "never smoked"); a cue after a mention is usually
@@ -114,7 +120,7 @@ class PhraseFinder:
         self._phrases = list(phrases)  # (phrase, key)
 
     @cached_property
-    def _pipeline(self):
+    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher], dict[str, str]]:
         from spacy.matcher import PhraseMatcher
 
         nlp = context_pipeline()
@@ -196,14 +202,14 @@ def word_stem(word: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("e") else w
 
 
-def _stemmed(doc):
+def _stemmed(doc: Doc) -> Doc:
     """``doc`` with each token's NORM set to its stem (what the inflection matcher compares)."""
     for t in doc:
         t.norm_ = word_stem(t.lower_)
     return doc
 
 
-def context_pipeline():
+def context_pipeline() -> Language:
     """A blank English pipeline with a sentencizer and medspaCy ConText (its clinical rules plus
     :func:`conversation_rules`). Built once per caller (about 3 s)."""
     import medspacy  # noqa: F401  (registers the medspacy_* factories and the span extensions)
@@ -213,7 +219,7 @@ def context_pipeline():
     logger.disable("PyRuSH")
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    context = nlp.add_pipe("medspacy_context")
+    context: Any = nlp.add_pipe("medspacy_context")
     context.add(conversation_rules())
     # medspaCy lets a TERMINATE cue cut a scope only when the two scopes "overlap", and its overlap test is false when
     # the cue's scope (the whole sentence) contains the other (a FORWARD cue with max_scope): "I don't smoke, and I
@@ -263,7 +269,7 @@ class ClauseReader:
         self._lock = threading.Lock()  # one reader per process, shared by the interviews' threads
 
     @cached_property
-    def _nlp(self):
+    def _nlp(self) -> Language:
         return context_pipeline()
 
     def clauses(self, text: str, max_words: int = 40) -> list[Clause]:
@@ -318,7 +324,7 @@ class ClauseReader:
             seen.add(clause_text.lower())
             n = len(words)
 
-            def share(cat: str, ws=words) -> float:
+            def share(cat: str, ws: list[Any] = words) -> float:
                 return sum(1 for w in ws if cat in w) / len(ws)
 
             # a negation inside an "if" is no denial: "they'd be fine if I wasn't around" says what it says
@@ -381,7 +387,7 @@ def proxy_subject(text: str) -> str | None:
         i += 1
     if i >= len(words):
         return None
-    head = words[i].removesuffix("'s")
+    head: str = words[i].removesuffix("'s")
     if ({w.removesuffix("'s") for w in words[i + 1:]} - {head}) & _BLOOD_RELATIVES:
         return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
     if head not in GUARDED or not _PRESENT.search(text) or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
@@ -396,7 +402,7 @@ def first_person(text: str, relative: str) -> str:
     rel = re.escape(relative)
     contraction = r"(?:'s|’s)"
 
-    def subject_s(m: re.Match) -> str:  # "X's" is possessive before a body word, else "is" / "has"
+    def subject_s(m: re.Match[str]) -> str:  # "X's" is possessive before a body word, else "is" / "has"
         nxt = m.group("next").lower()
         if nxt in _POSSESSED:
             return f"my {m.group('next')}"

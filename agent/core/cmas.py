@@ -13,6 +13,7 @@ Two encodings of status exist and convert losslessly:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -155,7 +156,7 @@ def _error_from(exc: ValidationError, root: str = "") -> CMASError:
     return CMASError(path, err["msg"])
 
 
-def slot_items(state: dict, base: str) -> list[tuple[str | None, dict]]:
+def slot_items(state: dict[str, Any], base: str) -> list[tuple[str | None, dict[str, Any]]]:
     """``(status, item)`` of every item of slot type ``base`` in a patient state (status None for records)."""
     spec = SLOTS[base]
     if not spec.statuses:
@@ -174,7 +175,7 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for a in spec.scalar:
         if a == "status" and spec.status_values:
-            fields[a] = (Literal[spec.status_values] | None, None)  # type: ignore[valid-type]
+            fields[a] = (Literal[spec.status_values] | None, None)
         elif a == "value" and spec.medical:
             fields[a] = (NonEmpty, ...)  # a medical item is identified by its head value
         else:
@@ -182,7 +183,7 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
     for a in spec.lists:
         fields[a] = (list[str] | None, None)
     if with_status and spec.statuses:
-        fields["status"] = (Literal[spec.statuses], ...)  # type: ignore[valid-type]
+        fields["status"] = (Literal[spec.statuses], ...)
     suffix = "StatusAttr" if with_status else ""
     model_name = "".join(p.title() for p in spec.name.split("_")) + suffix + "Item"
     return create_model(model_name, __config__=_STRICT, **fields)
@@ -191,14 +192,14 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
 ITEM_MODELS: dict[str, type[BaseModel]] = {n: _item_model(s, False) for n, s in SLOTS.items()}
 ITEM_MODELS_STATUS_ATTR: dict[str, type[BaseModel]] = {n: _item_model(s, True) for n, s in SLOTS.items()}
 
-Slots: type[BaseModel] = create_model(
+Slots: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "Slots",
     __config__=_STRICT,
-    **{name: (list[ITEM_MODELS[split_slot_name(name)[1]]] | None, None) for name in slot_names()},  # type: ignore[valid-type]
+    **{name: (list[ITEM_MODELS[split_slot_name(name)[1]]] | None, None) for name in slot_names()},  # type: ignore[misc]
 )
 """Slots of an NLU frame or a patient state, prefix form."""
 
-SlotsStatusAttr: type[BaseModel] = create_model(
+SlotsStatusAttr: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "SlotsStatusAttr",
     __config__=_STRICT,
     **{name: (list[ITEM_MODELS_STATUS_ATTR[name]] | None, None) for name in SLOTS},  # type: ignore[valid-type]
@@ -231,20 +232,20 @@ class ActionSlot(BaseModel):
     checks: list[Check] | None = None
 
 
-Action: type[BaseModel] = create_model(
+Action: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "Action",
     __config__=_STRICT,
-    action=(Literal[DOCTOR_ACTIONS], ...),  # type: ignore[valid-type]
+    action=(Literal[DOCTOR_ACTIONS], ...),
     **{name: (list[ActionSlot] | None, None) for name in SLOTS},
 )
 """One doctor action: ``{"action": "inquire", "symptom": [{"value": .., "checks": [..]}]}``."""
 
 _NLU = TypeAdapter(list[NLUFrame])
 _NLU_STATUS_ATTR = TypeAdapter(list[NLUFrameStatusAttr])
-_ACTIONS = TypeAdapter(list[Action])  # type: ignore[valid-type]
+_ACTIONS: TypeAdapter[list[BaseModel]] = TypeAdapter(list[Action])  # type: ignore[valid-type]
 
 
-def _check_action_checks(actions: list[dict], root: str) -> None:
+def _check_action_checks(actions: list[dict[str, Any]], root: str) -> None:
     for i, act in enumerate(actions):
         for slot, items in act.items():
             if slot == "action" or items is None:
@@ -260,7 +261,7 @@ def _check_action_checks(actions: list[dict], root: str) -> None:
 # --------------------------------------------------------------------------- parsing
 
 
-class Validated(list):
+class Validated(list[Any]):
     """A list of frames or actions that passed strict validation, with a fingerprint of its content.
 
     A turn's actions pass through the policy, the graph, the review and the NLG; each may ask for strict CMAS.
@@ -271,7 +272,7 @@ class Validated(list):
     fingerprint: str = ""
 
     @classmethod
-    def of(cls, items: list[dict], kind: str) -> Validated:
+    def of(cls, items: list[dict[str, Any]], kind: str) -> Validated:
         out = cls(items)
         out.kind, out.fingerprint = kind, _fingerprint(items)
         return out
@@ -284,7 +285,7 @@ def _fingerprint(items: Any) -> str:
     return json.dumps(items, sort_keys=True, default=str)
 
 
-def parse_nlu(obj: Any) -> list[dict]:
+def parse_nlu(obj: Any) -> list[dict[str, Any]]:
     """Strictly validate patient NLU frames (prefix form); returns them unchanged, as plain JSON."""
     if isinstance(obj, Validated) and obj.unchanged("nlu"):
         return obj
@@ -295,7 +296,7 @@ def parse_nlu(obj: Any) -> list[dict]:
     return Validated.of([f.model_dump(exclude_unset=True, mode="json") for f in frames], "nlu")
 
 
-def parse_state(obj: Any) -> dict:
+def parse_state(obj: Any) -> dict[str, Any]:
     """Strictly validate a patient state (the dataset's ``dialog_state``: slots in prefix form)."""
     try:
         state = Slots.model_validate(obj)
@@ -304,7 +305,7 @@ def parse_state(obj: Any) -> dict:
     return state.model_dump(exclude_unset=True, mode="json")
 
 
-def parse_actions(obj: Any) -> list[dict]:
+def parse_actions(obj: Any) -> list[dict[str, Any]]:
     """Strictly validate doctor actions, check types included (once: see :class:`Validated`)."""
     if isinstance(obj, Validated) and obj.unchanged("actions"):
         return obj
@@ -329,7 +330,7 @@ class Lenient:
         return len(self.extra)
 
 
-def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) -> dict | None:
+def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(item, dict):
         extra[path] = item
         return None
@@ -342,8 +343,8 @@ def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) 
     return kept
 
 
-def _lenient_slots(slots: Any, path: str, extra: dict[str, Any], status_attr: bool = False) -> dict:
-    out: dict[str, list] = {}
+def _lenient_slots(slots: Any, path: str, extra: dict[str, Any], status_attr: bool = False) -> dict[str, Any]:
+    out: dict[str, list[Any]] = {}
     if not isinstance(slots, dict):
         extra[path] = slots
         return out
@@ -427,7 +428,7 @@ def parse_actions_lenient(obj: Any) -> Lenient:
     return Lenient(_strict_or_extra(parse_actions, kept, extra), extra)
 
 
-def _strict_or_extra(parse, kept: list, extra: dict[str, Any]) -> list:
+def _strict_or_extra(parse: Callable[[list[Any]], list[Any]], kept: list[Any], extra: dict[str, Any]) -> list[Any]:
     """Type errors that survive key filtering (a list where a string belongs) also go to ``extra``."""
     result = []
     for i, item in enumerate(kept):
@@ -441,9 +442,9 @@ def _strict_or_extra(parse, kept: list, extra: dict[str, Any]) -> list:
 # --------------------------------------------------------------------------- status forms
 
 
-def to_status_attribute(slots: dict) -> dict:
+def to_status_attribute(slots: dict[str, Any]) -> dict[str, Any]:
     """Prefix form -> attribute form (``positive_symptom`` items get ``status: positive``)."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     for name, items in slots.items():
         status, base = split_slot_name(name)
         for item in items:
@@ -451,9 +452,9 @@ def to_status_attribute(slots: dict) -> dict:
     return out
 
 
-def from_status_attribute(slots: dict) -> dict:
+def from_status_attribute(slots: dict[str, Any]) -> dict[str, Any]:
     """Attribute form -> prefix form; the exact inverse of :func:`to_status_attribute`."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     for base, items in slots.items():
         spec = SLOTS[base]
         for item in items:
@@ -500,13 +501,16 @@ def _drop_nulls(schema: Any) -> Any:
     return schema
 
 
-def nlu_json_schema(max_items: int | None = 8, max_length: int | None = 80, status_attribute: bool = False) -> dict:
+def nlu_json_schema(
+    max_items: int | None = 8, max_length: int | None = 80, status_attribute: bool = False
+) -> dict[str, Any]:
     """JSON Schema of an NLU output (a list of frames), for constrained decoding; prefix or attribute form."""
     adapter = _NLU_STATUS_ATTR if status_attribute else _NLU
-    return _bound(_drop_nulls(adapter.json_schema()), max_items, max_length)
+    schema: dict[str, Any] = _bound(_drop_nulls(adapter.json_schema()), max_items, max_length)
+    return schema
 
 
-def _slot_check_types(schema: dict) -> dict:
+def _slot_check_types(schema: dict[str, Any]) -> dict[str, Any]:
     """Per slot, a check ``type`` must be one of that slot's check types (as parse_actions demands)."""
     defs = schema["$defs"]
     for slot, spec in SLOTS.items():
@@ -521,9 +525,10 @@ def _slot_check_types(schema: dict) -> dict:
     return schema
 
 
-def action_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict:
+def action_json_schema(max_items: int | None = 8, max_length: int | None = 80) -> dict[str, Any]:
     """JSON Schema of a POL output (a list of doctor actions), for constrained decoding."""
-    return _bound(_slot_check_types(_drop_nulls(_ACTIONS.json_schema())), max_items, max_length)
+    schema: dict[str, Any] = _bound(_slot_check_types(_drop_nulls(_ACTIONS.json_schema())), max_items, max_length)
+    return schema
 
 
 def dumps(obj: Any) -> str:
@@ -535,7 +540,7 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def closing_reason(actions: list[dict], after_opening: bool) -> str | None:
+def closing_reason(actions: list[dict[str, Any]], after_opening: bool) -> str | None:
     """Whether a doctor turn's actions end the interview, and why: ``farewell`` (a salutation after the opening
     turn) or ``diagnosis`` (a diagnosis offered). The one place that decides it; the graph asks it of every planned
     or clinician-edited turn."""

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agent.core import cmas
 from agent.core.paths import REPO_ROOT
@@ -34,11 +34,11 @@ class Utterance:
     uttr_id: int
     text: str
     keywords: list[str] = field(default_factory=list)
-    nlu: list[dict] | None = None
-    dialog_state: dict | None = None
-    actions: list[dict] | None = None
+    nlu: list[dict[str, Any]] | None = None
+    dialog_state: dict[str, Any] | None = None
+    actions: list[dict[str, Any]] | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "speaker": self.speaker,
             "uttr_id": self.uttr_id,
@@ -61,7 +61,7 @@ class Dialogue:
     utterances: list[Utterance]
     split: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"utterances": [u.to_json() for u in self.utterances]}
 
 
@@ -69,7 +69,7 @@ class DataError(ValueError):
     pass
 
 
-def _utterance(raw: dict, where: str, strict: bool) -> Utterance:
+def _utterance(raw: dict[str, Any], where: str, strict: bool) -> Utterance:
     try:
         speaker, uttr_id, text = raw["speaker"], raw["uttr_id"], raw["text"]
     except KeyError as exc:
@@ -159,7 +159,7 @@ def parse_osce_transcript(text: str, dialog_id: str) -> Dialogue:
                 turns.append([speaker, m.group(2).strip()])
         elif line.strip() and turns:
             turns[-1][1] += " " + line.strip()
-    utts = [Utterance(s, i, t.strip()) for i, (s, t) in enumerate(turns) if t.strip()]
+    utts = [Utterance(cast(Speaker, s), i, t.strip()) for i, (s, t) in enumerate(turns) if t.strip()]
     for i, u in enumerate(utts):
         u.uttr_id = i
     return Dialogue(dialog_id, utts)
@@ -188,8 +188,8 @@ class Example:
     history: list[tuple[str, str]]
     last_exchange: list[tuple[str, str]]
     target: Any
-    state: dict | None = None
-    actions: list[dict] | None = None
+    state: dict[str, Any] | None = None
+    actions: list[dict[str, Any]] | None = None
 
 
 Turns = list[tuple[str, str]]  # (speaker, text), oldest first: a dataset dialogue's or a live session's
@@ -227,7 +227,7 @@ def nlu_examples(dialogues: Iterable[Dialogue], history: int | None = 4) -> list
     """Patient turn i: history + (doctor turn before, patient turn i) -> the turn's ``nlu``."""
     out = []
     for d in dialogues:
-        turns = [(u.speaker, u.text) for u in d.utterances]
+        turns: Turns = [(u.speaker, u.text) for u in d.utterances]
         for i, utt in enumerate(d.utterances):
             if utt.speaker != "patient" or utt.nlu is None:
                 continue
@@ -239,7 +239,7 @@ def nlu_examples(dialogues: Iterable[Dialogue], history: int | None = 4) -> list
 def _doctor_examples(task: Task, dialogues: Iterable[Dialogue], history: int | None) -> list[Example]:
     out = []
     for d in dialogues:
-        turns = [(u.speaker, u.text) for u in d.utterances]
+        turns: Turns = [(u.speaker, u.text) for u in d.utterances]
         for i, utt in enumerate(d.utterances):
             if utt.speaker != "doctor" or utt.actions is None or i == 0:
                 continue
@@ -268,9 +268,12 @@ def task_examples(task: Task, dialogues: Iterable[Dialogue], history: int | None
 # --------------------------------------------------------------------------- stats / CLI
 
 
-def stats(dialogues: list[Dialogue]) -> dict:
+def stats(dialogues: list[Dialogue]) -> dict[str, Any]:
     per_split = Counter(d.split or "none" for d in dialogues)
-    speakers, intents, actions, slot_types = Counter(), Counter(), Counter(), Counter()
+    speakers: Counter[str] = Counter()
+    intents: Counter[str] = Counter()
+    actions: Counter[str] = Counter()
+    slot_types: Counter[str] = Counter()
     for d in dialogues:
         for u in d.utterances:
             speakers[u.speaker] += 1
@@ -294,7 +297,7 @@ def stats(dialogues: list[Dialogue]) -> dict:
     }
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("data", help="inspect a MediTOD-format dataset")
     dsub = p.add_subparsers(dest="data_command", required=True)
     s = dsub.add_parser("stats", help="counts per split, speaker, intent and slot type")

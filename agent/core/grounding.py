@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from typing import Any
 
 from agent.core import cmas
 from agent.core.ontology import Vocabulary
@@ -57,7 +58,7 @@ def value_known(vocab: Vocabulary, base: str, value: str) -> bool:
     )
 
 
-def ground_item(base: str, item: dict, utterance: str | None, vocab: Vocabulary) -> dict[str, str]:
+def ground_item(base: str, item: dict[str, Any], utterance: str | None, vocab: Vocabulary) -> dict[str, str]:
     """Reasons, by attribute, why parts of ``item`` are not grounded (empty: all grounded)."""
     spec = cmas.SLOTS[base]
     bad: dict[str, str] = {}
@@ -82,11 +83,13 @@ def ground_item(base: str, item: dict, utterance: str | None, vocab: Vocabulary)
     return bad
 
 
-def ground_frames(frames: list[dict], utterance: str | None, vocab: Vocabulary, rejected: dict) -> list[dict]:
+def ground_frames(
+    frames: list[dict[str, Any]], utterance: str | None, vocab: Vocabulary, rejected: dict[str, Any]
+) -> list[dict[str, Any]]:
     """``frames`` with every ungrounded item (bad head value) or attribute removed; what goes is put in ``rejected``."""
     out = []
     for i, frame in enumerate(frames):
-        slots: dict[str, list] = {}
+        slots: dict[str, list[Any]] = {}
         for name, items in (frame.get("slots") or {}).items():
             base = cmas.split_slot_name(name)[1]
             keep = []

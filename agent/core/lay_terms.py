@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -83,7 +84,7 @@ def read_hpo(path: str | Path | None = None) -> tuple[str, dict[str, HpoTerm]]:
         terms[hid[1]] = HpoTerm(hid[1], label[1].strip(),
                                 tuple(s for s, scope, _ in syns if scope == "EXACT"),
                                 tuple(s for s, _, kind in syns if kind == "layperson"))
-    return release, terms
+    return release, terms  # type: ignore[return-value]  # group 1 of a match is a str
 
 
 def _norm(phrase: str) -> str:
@@ -99,7 +100,7 @@ def _speakable(phrase: str) -> bool:
     return bool(phrase) and not CODED.search(phrase) and len(phrase) > 3
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> dict[str, Any]:
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise LayTermsError(f"{path}: expected a mapping")
@@ -215,7 +216,7 @@ def other_names() -> dict[str, dict[str, str]]:
 
 
 @lru_cache(maxsize=2)
-def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern, str], ...]:
+def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern[str], str], ...]:
     raw = _load(Path(path)).get("glosses") or {}
     if not isinstance(raw, dict):
         raise LayTermsError(f"{path}: glosses: expected a mapping pattern -> plain word")

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -87,7 +88,7 @@ class Ontology:
         return code.split(":", 1)[1] if code else None
 
 
-def _config_values(raw: dict, key: str) -> list[dict]:
+def _config_values(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
     entries = raw.get(key, [])
     if key.endswith("_config"):
         for f in entries:
@@ -247,7 +248,7 @@ _PAIN_SITE = {
 }
 
 
-def symptom_names(value: str, item: dict) -> list[str]:
+def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
     """What a symptom item names: its value, and for a located pain the pain of each place, as the dataset
     (``chest pain``) and lay speech (``abdominal pain``) name it, so a rule or a check written either way sees it."""
     names = [value]
@@ -258,7 +259,9 @@ def symptom_names(value: str, item: dict) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def find_item(state: dict, base: str, value: str, vocab: Vocabulary) -> tuple[str | None, dict] | None:
+def find_item(
+    state: dict[str, Any], base: str, value: str, vocab: Vocabulary
+) -> tuple[str | None, dict[str, Any]] | None:
     """``(status, item)`` of the state's item naming the same concept as ``value`` under any status, or None: the one
     lookup the questionnaire policy, the case cards and the simulators share."""
     for status, item in cmas.slot_items(state, base):

@@ -93,7 +93,7 @@ def _model_class(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def read_config_file(path: str | Path) -> tuple[dict, Path]:
+def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     """A config file's YAML mapping (empty file: ``{}``) and the directory its relative paths are relative to; the
     one reader every config loader starts with."""
     import yaml
@@ -130,7 +130,7 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
-def resolve_paths(model: type[BaseModel], data: dict, base: Path) -> dict:
+def resolve_paths(model: type[BaseModel], data: dict[str, Any], base: Path) -> dict[str, Any]:
     """``data`` (a raw config mapping for ``model``) with every path field resolved against ``base``; other keys,
     and keys the model does not know (validation reports those), are left as written."""
     out = dict(data)

@@ -22,8 +22,8 @@ class TurnContext:
     actions so far, one list per doctor turn."""
 
     turns: list[tuple[str, str]] = field(default_factory=list)
-    state: dict = field(default_factory=dict)
-    past_actions: list[list[dict]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    past_actions: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def doctor_turns(self) -> int:
@@ -63,13 +63,13 @@ class Policy(Protocol):
 
 @runtime_checkable
 class NLG(Protocol):
-    def verbalize(self, actions: list[dict], ctx: TurnContext) -> ModuleOutput:
+    def verbalize(self, actions: list[dict[str, Any]], ctx: TurnContext) -> ModuleOutput:
         """The doctor's utterance (``value`` is a string) for ``actions``."""
         ...
 
 
 @runtime_checkable
 class DST(Protocol):
-    def update(self, state: dict, frames: list[dict]) -> dict:
+    def update(self, state: dict[str, Any], frames: list[dict[str, Any]]) -> dict[str, Any]:
         """The patient state after the turn's NLU ``frames`` (CMAS prefix form); ``state`` is left unchanged."""
         ...

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -99,7 +100,7 @@ class RedFlag:
     id: str
     message: str
     level: str
-    evidence: list[dict] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -228,7 +229,7 @@ def _screen(raw: object, path: str | Path) -> Screen:
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def _severity(item: dict) -> float | None:
+def _severity(item: dict[str, Any]) -> float | None:
     m = _NUMBER.search(str(item.get("severity") or ""))
     return float(m.group()) if m else None
 
@@ -272,11 +273,11 @@ def located(wanted: Iterable[str], locations: Iterable[str]) -> bool:
     return False
 
 
-def _located(cond: Condition, item: dict) -> bool:
+def _located(cond: Condition, item: dict[str, Any]) -> bool:
     return not cond.location or located(cond.location, item.get("location") or [])
 
 
-def _matches(state: dict, cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict]:
+def _matches(state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     spec = cmas.SLOTS[cond.slot]
     names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
     evidence = []
@@ -296,15 +297,15 @@ def _matches(state: dict, cond: Condition, vocab: Vocabulary, statuses: tuple[st
     return evidence
 
 
-def _rule_evidence(rule: Rule, state: dict, vocab: Vocabulary, uncertain: bool) -> tuple[list[dict], str] | None:
+def _rule_evidence(rule: Rule, state: dict[str, Any], vocab: Vocabulary, uncertain: bool) -> tuple[list[dict[str, Any]], str] | None:
     """The evidence for ``rule`` in ``state`` and the level it reaches (None: it does not fire): the rule's level,
     or the most severe ``level`` of the ``any_of`` conditions that hold. ``uncertain``: items the patient was unsure
     about (status unknown) count as well as positive ones. An item that meets two conditions is cited once."""
-    def found(cond: Condition) -> list[dict]:
+    def found(cond: Condition) -> list[dict[str, Any]]:
         statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
         return _matches(state, cond, vocab, statuses)
 
-    evidence: list[dict] = []
+    evidence: list[dict[str, Any]] = []
     level = rule.level
     for cond in rule.all_of:
         got = found(cond)
@@ -321,7 +322,7 @@ def _rule_evidence(rule: Rule, state: dict, vocab: Vocabulary, uncertain: bool) 
     return unique, level
 
 
-def check_red_flags(state: dict, rules: RuleSet | None = None) -> list[RedFlag]:
+def check_red_flags(state: dict[str, Any], rules: RuleSet | None = None) -> list[RedFlag]:
     """The rules the state satisfies, in rule order, each with its evidence, at the rule's level or the level an
     ``any_of`` condition that holds raises it to (suspected DKA). A rule satisfied only with items the patient was
     unsure about ("not sure if I passed out") is raised as ``possible`` (at its own level when a hedge keeps the
@@ -471,8 +472,8 @@ def injection_markers(text: str) -> list[str]:
 class Admitted:
     """NLU output after the CMAS gate: ``frames`` are strict CMAS; ``rejected`` is what was set aside, by path."""
 
-    frames: list[dict]
-    rejected: dict
+    frames: list[dict[str, Any]]
+    rejected: dict[str, Any]
 
 
 def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | None = None) -> Admitted:
@@ -489,7 +490,7 @@ def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | 
     return Admitted(frames, rejected)
 
 
-def apply_patient_turn(state: dict, raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict, Admitted]:
+def apply_patient_turn(state: dict[str, Any], raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict[str, Any], Admitted]:
     """The new patient state after one patient turn, changed only through admitted frames."""
     admitted = admit_frames(raw_nlu, vocab)
     return cmas.parse_state(update_state(state, admitted.frames)), admitted

@@ -14,10 +14,14 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agent.core.paths import cache_root, default_encoder_path
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 _LOCK = threading.Lock()
 _RECENT = 2048  # clause embeddings kept per process
@@ -28,11 +32,11 @@ class Encoder:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._recent: dict[str, np.ndarray] = {}
 
     @property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         with _LOCK:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -67,7 +71,7 @@ class Encoder:
         key = hashlib.sha256(json.dumps([str(self.path or default_encoder_path()), texts]).encode()).hexdigest()[:24]
         path = cache_root() / "embeddings" / f"{key}.npy"
         if path.exists():
-            return np.load(path)
+            return np.load(path)  # type: ignore[no-any-return]
         out = self.model.encode(list(texts), batch_size=128, normalize_embeddings=True, convert_to_numpy=True,
                                 show_progress_bar=False)
         out = np.asarray(out, dtype=np.float32).reshape(len(texts), -1)

@@ -24,7 +24,7 @@ from agent.core import cmas
 from agent.core.data import DEFAULT_DATA_DIR, Dialogue, load_dialogues
 
 
-def _find(state: dict, base: str, value: str) -> tuple[str, int] | None:
+def _find(state: dict[str, Any], base: str, value: str) -> tuple[str, int] | None:
     for status in cmas.SLOTS[base].statuses:
         for i, item in enumerate(state.get(f"{status}_{base}", [])):
             if item.get("value") == value:
@@ -35,7 +35,7 @@ def _find(state: dict, base: str, value: str) -> tuple[str, int] | None:
 ListMerge = Literal["replace", "union"]
 
 
-def _merge_item(target: dict, new: dict, spec: cmas.SlotSpec, list_merge: ListMerge) -> None:
+def _merge_item(target: dict[str, Any], new: dict[str, Any], spec: cmas.SlotSpec, list_merge: ListMerge) -> None:
     for attr, v in new.items():
         if attr in spec.lists and list_merge == "union":
             merged = list(target.get(attr, []))
@@ -45,7 +45,7 @@ def _merge_item(target: dict, new: dict, spec: cmas.SlotSpec, list_merge: ListMe
             target[attr] = v
 
 
-def _denied_elsewhere(have: dict, where: str, item: dict, status: str | None, base: str) -> bool:
+def _denied_elsewhere(have: dict[str, Any], where: str, item: dict[str, Any], status: str | None, base: str) -> bool:
     """A symptom the patient has, denied (or not known) at a place: "no, the pain doesn't go to my back" of a chest
     pain. The denial is about that place only, so it is kept as its own item and the positive one stays; moving the
     item would deny the chest pain itself. Only a denial of every place the positive item is at moves it."""
@@ -55,7 +55,9 @@ def _denied_elsewhere(have: dict, where: str, item: dict, status: str | None, ba
     return bool(theirs) and not (here and here <= theirs)
 
 
-def update_state(state: dict, nlu_frames: list[dict], list_merge: ListMerge = "replace") -> dict:
+def update_state(
+    state: dict[str, Any], nlu_frames: list[dict[str, Any]], list_merge: ListMerge = "replace"
+) -> dict[str, Any]:
     """The patient state after one patient turn; ``state`` is left unchanged."""
     new = copy.deepcopy(state)
     for frame in nlu_frames:
@@ -98,11 +100,11 @@ class RuleTracker:
             raise ValueError(f"dst: list_merge must be 'replace' or 'union', got {list_merge!r}")
         self.list_merge: ListMerge = list_merge
 
-    def update(self, state: dict, frames: list[dict]) -> dict:
+    def update(self, state: dict[str, Any], frames: list[dict[str, Any]]) -> dict[str, Any]:
         return update_state(state, frames, self.list_merge)
 
 
-def canonical_state(state: dict) -> dict:
+def canonical_state(state: dict[str, Any]) -> dict[str, Any]:
     """Order-free form for comparison: the order of items and of list values carries no meaning."""
     out = {}
     for name, items in state.items():
@@ -113,7 +115,7 @@ def canonical_state(state: dict) -> dict:
     return out
 
 
-def diff_states(pred: dict, gold: dict) -> list[str]:
+def diff_states(pred: dict[str, Any], gold: dict[str, Any]) -> list[str]:
     """Human-readable differences, one per item: what the tracker has that gold lacks and vice versa."""
     p, g = canonical_state(pred), canonical_state(gold)
     reasons = []
@@ -125,7 +127,7 @@ def diff_states(pred: dict, gold: dict) -> list[str]:
     return reasons
 
 
-def _explain(prev_gold: dict, nlu: list[dict], gold: dict, pred: dict) -> str:
+def _explain(prev_gold: dict[str, Any], nlu: list[dict[str, Any]], gold: dict[str, Any], pred: dict[str, Any]) -> str:
     """Why a replay mismatches: the gold state change is not derivable from the turn's gold NLU."""
     gold_values = {(n, it.get("value")) for n, its in gold.items() for it in its}
     prev_values = {(n, it.get("value")) for n, its in prev_gold.items() for it in its}
@@ -149,7 +151,7 @@ def replay(dialogues: list[Dialogue], list_merge: ListMerge = "replace") -> dict
     """Replay gold NLU through the tracker, resyncing to the gold state after every patient turn."""
     turns, exact, mismatches = 0, 0, []
     for d in dialogues:
-        prev: dict = {}
+        prev: dict[str, Any] = {}
         for u in d.utterances:
             if u.speaker != "patient" or u.nlu is None or u.dialog_state is None:
                 continue
@@ -175,7 +177,7 @@ def replay(dialogues: list[Dialogue], list_merge: ListMerge = "replace") -> dict
     }
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("track", help="replay gold NLU through the state tracker and compare with gold states")
     p.add_argument("--data", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--split", default="all")

@@ -10,7 +10,7 @@
 #   only time out); the gold-only adapters merged into the base weights (`medhx models merge`), for speed.
 #   Ensemble rows replay those recorded answers through EnsembleNLU (eval/runs/ensemble_replay.py), so each model runs once.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${1:-runs/nlu_lodo}
 mkdir -p "$OUT/pred" "$OUT/cfg"
 split_of() { [[ $1 == 115 ]] && echo train || echo valid; }

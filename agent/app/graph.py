@@ -22,6 +22,7 @@ file wires the graph and builds an agent from a config.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,16 @@ from policies.agent_config import check_agent_config, resolve_agent_paths
 from policies.registry import build_modules, make_template_nlg
 
 TURN_NODES = ("patient", "nlu", "track", "safety", "policy", "nlg", "review", "speak")
-"""A turn's nodes in the order they run (the edges of :func:`build_graph`): the console reads it to say which node a
-long turn is in and to order its timing table."""
+"""A turn's nodes in the order they run: :func:`build_graph` draws its edges from it (each node to the next; the
+last one back to the first, or to the end), and the console reads it to say which node a long turn is in and to
+order its timing table."""
+
+FIRST_NODE = "policy"
+"""Where an interview starts: the doctor speaks first (the greeting), before any patient turn."""
+
+TIMED_NODES = ("nlu", "track", "safety", "policy", "nlg", "review")
+"""The nodes whose latency a turn records (``Nodes.timed``); ``patient`` waits for the patient, ``speak`` only
+records the doctor turn."""
 
 
 def build_graph(agent: Agent | Callable[[], Agent], checkpointer: Any = None):
@@ -42,22 +51,16 @@ def build_graph(agent: Agent | Callable[[], Agent], checkpointer: Any = None):
     from langgraph.graph import START, StateGraph
 
     nodes = Nodes(agent)
+    run = {"patient": nodes.patient, "nlu": nodes.nlu, "track": nodes.track, "safety": nodes.red_flag_check,
+           "policy": nodes.policy, "nlg": nodes.nlg, "review": nodes.review, "speak": nodes.speak}
+    assert set(run) == set(TURN_NODES), "every node of TURN_NODES has a function, and only those"
     g = StateGraph(InterviewState)
-    g.add_node("patient", nodes.patient)
-    timed = {"nlu": nodes.nlu, "track": nodes.track, "safety": nodes.red_flag_check, "policy": nodes.policy,
-             "nlg": nodes.nlg, "review": nodes.review}
-    for name, fn in timed.items():
-        g.add_node(name, nodes.timed(name, fn))
-    g.add_node("speak", nodes.speak)
-    g.add_edge(START, "policy")
-    g.add_edge("patient", "nlu")
-    g.add_edge("nlu", "track")
-    g.add_edge("track", "safety")
-    g.add_edge("safety", "policy")
-    g.add_edge("policy", "nlg")
-    g.add_edge("nlg", "review")
-    g.add_edge("review", "speak")
-    g.add_conditional_edges("speak", after_speak, ["patient", "__end__"])
+    for name in TURN_NODES:
+        g.add_node(name, nodes.timed(name, run[name]) if name in TIMED_NODES else run[name])
+    g.add_edge(START, FIRST_NODE)
+    for a, b in pairwise(TURN_NODES):
+        g.add_edge(a, b)
+    g.add_conditional_edges(TURN_NODES[-1], after_speak, [TURN_NODES[0], "__end__"])  # the next turn, or the end
     return g.compile(checkpointer=checkpointer)
 
 

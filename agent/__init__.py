@@ -1,0 +1,1 @@
+"""The agent in three layers: ``agent.core`` (foundation), ``agent.app`` (application) and ``agent.cli`` (the top)."""

@@ -3,6 +3,11 @@
 Each module named here exposes ``add_parser(subparsers)``; heavy imports (torch,
 vllm, gradio) stay inside the command functions so ``medhx --help`` is instant.
 
+This module is the top layer (see ``[tool.importlinter]`` in pyproject.toml): the only one that may import every
+package. Where a command below needs a layer above its own, it offers a parser default and :data:`PLUGS` fills it
+here: ``medhx chat`` opens the console (ui), ``medhx config`` checks the console's settings (ui), ``medhx train``
+scores the adapter with the MediTOD metrics (eval.metrics, which models/ may not import).
+
 Exit codes: 0 done; 1 a runtime error (server down, timeout, database unreachable, a bad config key, a missing
 file), reported as one line ``medhx COMMAND: error: ...`` on stderr, the traceback only with ``-v``; 2 a usage error
 (argparse: unknown command, missing or bad argument); 130 interrupted.
@@ -14,26 +19,66 @@ import argparse
 import importlib
 import logging
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 COMMAND_MODULES = (
-    "agent.config",  # medhx config {check,show}
-    "agent.data",  # medhx data stats
-    "agent.tracker",  # medhx track
-    "eval.score",  # medhx score {nlu,pol,nlg}
+    "agent.app.config",  # medhx config {check,show}
+    "agent.core.data",  # medhx data stats
+    "agent.core.tracker",  # medhx track
+    "eval.metrics.score",  # medhx score {nlu,pol,nlg}
     "models.prepare",  # medhx models prepare
     "models.train",  # medhx train
-    "eval.predict",  # medhx predict --task nlu|pol|nlg
+    "eval.runs.predict",  # medhx predict --task nlu|pol|nlg
     "policies.nlu.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
     "models.serve",  # medhx serve
-    "eval.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
-    "eval.bench_speed",  # medhx bench-speed
-    "agent.chat",  # medhx chat --cli
-    "agent.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
-    "eval.simulate",  # medhx simulate (whole interviews against patient simulators)
-    "eval.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
-    "eval.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
-    "eval.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
+    "eval.runs.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
+    "eval.runs.bench_speed",  # medhx bench-speed
+    "agent.app.chat",  # medhx chat --cli
+    "agent.app.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
+    "eval.runs.simulate",  # medhx simulate (whole interviews against patient simulators)
+    "eval.runs.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
+    "eval.runs.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
+    "eval.runs.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
 )
+
+
+def _plug_console(chat: argparse.ArgumentParser) -> None:
+    """``medhx chat`` without ``--cli``: the clinician console in the browser, with its options."""
+    from ui.launch import add_arguments, run_console
+
+    add_arguments(chat)
+    chat.set_defaults(console=run_console)
+
+
+def _ui_settings(path: Path) -> dict:
+    from ui.settings import load_ui_settings
+
+    return {"ui": load_ui_settings(path).model_dump()}
+
+
+def _plug_ui_config(config: argparse.ArgumentParser) -> None:
+    """``medhx config`` also checks the console's settings files (``ui:``)."""
+    config.set_defaults(loaders={"ui": _ui_settings})
+
+
+def _score_valid(task: str, examples: list, rows: list[dict], match: str) -> dict:
+    from eval.metrics.score import score_rows  # imported when training scores, so --help stays instant
+
+    return score_rows(task, examples, rows, match)
+
+
+def _plug_train_scorer(train: argparse.ArgumentParser) -> None:
+    """``medhx train`` scores the adapter on the valid split with MediTOD's metrics."""
+    train.set_defaults(scorer=_score_valid)
+
+
+PLUGS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "agent.app.config": _plug_ui_config,
+    "models.train": _plug_train_scorer,
+    "agent.app.chat": _plug_console,
+}
+"""Command module -> what the top adds to the parser its ``add_parser`` returns (a layer above the module's)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != name:
                 raise
             continue
-        module.add_parser(sub)
+        command = module.add_parser(sub)
+        if name in PLUGS:
+            PLUGS[name](command)
     return parser
 
 
@@ -75,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # a usage error exits 2 here, with argparse's usage line
     root = logging.getLogger()
     theirs = list(root.handlers)  # a host's handlers (pytest's, an application's) are left as they are
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     if not args.verbose:
         for handler in root.handlers:
             if handler not in theirs:

@@ -1,0 +1,1 @@
+"""Evaluation in two layers: ``eval.metrics`` (pure scores, below the application) and ``eval.runs`` (application)."""

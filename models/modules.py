@@ -1,7 +1,7 @@
 """LLM-backed NLU, policy and NLG: prompt (``models.prompts``) -> backend -> parse (``models.parsing``).
 
 The live agent calls :class:`LLMNLU` / :class:`LLMPolicy` / :class:`LLMNLG` one turn at a
-time through the ``agent.protocol`` protocols; evaluation calls :func:`predict` over a whole
+time through the ``agent.core.protocol`` protocols; evaluation calls :func:`predict` over a whole
 split, which batches every request into one backend call (continuous batching on vLLM).
 Both go through :meth:`LLMModule.run_examples`, so a turn is handled identically either way.
 """
@@ -15,9 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agent import cmas
-from agent.data import Example
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.data import Example
+from agent.core.protocol import ModuleOutput, TurnContext
 from models import prompts
 from models.backends.base import Backend, GenerationRequest, GenerationResult
 from models.parsing import ParseResult, ParseStats, parse_output

@@ -1,7 +1,7 @@
 """Model text -> CMAS: strict parse, one repair pass, lenient parse, else a counted format error.
 
 Order for NLU / POL outputs:
-1. strict: the text is JSON and fits CMAS (``agent.cmas.parse_nlu`` / ``parse_actions``);
+1. strict: the text is JSON and fits CMAS (``agent.core.cmas.parse_nlu`` / ``parse_actions``);
 2. repair (once): extract the JSON block from prose or code fences, turn single-quoted
    strings into JSON strings, drop trailing commas, cut a truncated tail back to the last
    complete value and close the brackets, wrap a lone object in a list, merge a key written
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import cmas
+from agent.core import cmas
 
 JSON_TASKS = ("nlu", "pol")
 MAX_DEPTH = 32  # CMAS nests 6 deep; deeper output is not CMAS, and ~250 levels break the checkpoint serialiser

@@ -14,7 +14,7 @@ import logging
 import os
 from pathlib import Path
 
-from agent.paths import cache_root
+from agent.core.paths import cache_root
 
 log = logging.getLogger(__name__)
 

@@ -7,20 +7,20 @@ Two formats:
   (:func:`render_training_text`) and inference (:func:`render_prompt`) both call
   :func:`build_messages`, so they cannot drift apart.
 - ``icl``: the paper's Appendix F prompts: schema definitions (generated from
-  ``agent.cmas``), top-k exemplars and the query. NLU outputs use the
+  ``agent.core.cmas``), top-k exemplars and the query. NLU outputs use the
   status-as-attribute form there, as the paper's prompts do.
 
 The live agent builds its examples with :func:`example_from_context`, which goes
-through ``agent.data``'s own example builders so windows match the training data.
+through ``agent.core.data``'s own example builders so windows match the training data.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from agent import cmas
-from agent.data import Example, Task, doctor_window, nlu_window
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.data import Example, Task, doctor_window, nlu_window
+from agent.core.protocol import TurnContext
 
 Mode = Literal["supervised", "icl"]
 MODES: tuple[str, ...] = ("supervised", "icl")
@@ -54,7 +54,10 @@ def _turns_text(turns: list[tuple[str, str]]) -> str:
 
 
 def _supervised_user(example: Example) -> str:
-    parts = [f"[dialogue history]\n{_turns_text(example.history)}", f"[last turn]\n{_turns_text(example.last_exchange)}"]
+    parts = [
+        f"[dialogue history]\n{_turns_text(example.history)}",
+        f"[last turn]\n{_turns_text(example.last_exchange)}",
+    ]
     if example.task == "pol":
         parts.append(f"[patient state]\n{cmas.dumps(example.state or {})}")
     elif example.task == "nlg":
@@ -120,8 +123,10 @@ def encode_prompt(prompt: str, tokenizer: Any) -> list[int]:
 # --------------------------------------------------------------------------- live agent
 
 
-def example_from_context(task: Task, ctx: TurnContext, actions: list[dict] | None = None, history: int | None = 4) -> Example:
-    """The example the live agent predicts on, windowed exactly as ``agent.data`` windows training data.
+def example_from_context(
+    task: Task, ctx: TurnContext, actions: list[dict] | None = None, history: int | None = 4
+) -> Example:
+    """The example the live agent predicts on, windowed exactly as ``agent.core.data`` windows training data.
 
     NLU: the patient's latest utterance is ``ctx.turns[-1]``. POL/NLG: the doctor's next
     turn is about to be produced; the patient state is ``ctx.state``.
@@ -211,14 +216,17 @@ def _attribute_entry(slot: str, attr: str, spec: cmas.SlotSpec) -> dict:
     if attr == "status":
         return {"name": "status", "description": _status_description(slot, spec)}
     desc, examples = cmas.ATTRIBUTE_DESCRIPTIONS.get(slot, {}).get(attr, (None, None))
-    entry: dict[str, Any] = {"name": attr, "description": desc or f"The {attr.replace('_', ' ')} of the {slot.replace('_', ' ')}."}
+    entry: dict[str, Any] = {
+        "name": attr,
+        "description": desc or f"The {attr.replace('_', ' ')} of the {slot.replace('_', ' ')}.",
+    }
     if examples:
         entry["examples"] = examples
     return entry
 
 
 def schema_definitions(task: Task) -> str:
-    """``intents = [...]`` and ``slots = [...]`` as in Appendix F, generated from ``agent.cmas``.
+    """``intents = [...]`` and ``slots = [...]`` as in Appendix F, generated from ``agent.core.cmas``.
 
     NLU lists the attributes a patient frame carries in attribute form (``status`` included);
     POL lists what a doctor can ask about (the check types of each slot).

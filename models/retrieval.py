@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.data import Dialogue, Example, data_hash, task_examples
-from agent.paths import cache_root, default_encoder_path
+from agent.core.data import Dialogue, Example, data_hash, task_examples
+from agent.core.paths import cache_root, default_encoder_path
 
 log = logging.getLogger(__name__)
 

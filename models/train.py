@@ -32,7 +32,7 @@ uninterrupted one. The checkpoints are deleted after a successful run unless ``t
 
 Defaults follow MediTOD section 4.3: LoRA r=32, alpha=32, lr 1e-4, effective batch 16, cosine schedule
 with 10% warm-up. At the end: the adapter in ``output_dir``, token loss on the valid split, generation on the
-valid split through the ``hf`` backend with the saved adapter, MediTOD metrics (``eval.score``) and parse
+valid split through the ``hf`` backend with the saved adapter, MediTOD metrics (``eval.metrics.score``) and parse
 statistics, all written to a card (``card.json`` + ``card.md``) beside the adapter.
 """
 
@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.data import data_hash, load_dialogues, task_examples
+from agent.core.data import data_hash, load_dialogues, task_examples
 from models import prompts
-from models.train_card import evaluate, headline, short_parse, versions, write_card
+from models.train_card import Scorer, evaluate, headline, short_parse, versions, write_card
 from models.train_checkpoints import checkpoint_dirs, resolve_resume, trajectory_config
 from models.train_config import VLLM_LORA_RANKS, PeftSettings, TrainConfig, TrainSettings, load_config
 from models.train_data import (  # noqa: F401  (re-exported: the helpers tests and notebooks import from here)
@@ -242,9 +242,10 @@ class Fitted:
     orth_scale: int
 
 
-def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None) -> dict:
+def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None, scorer: Scorer | None = None) -> dict:
     """Train, save the adapter and its card into ``cfg.output_dir``; returns the card (an empty dict on the
-    processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s."""
+    processes other than the main one of a multi-process run). ``callbacks``: extra ``TrainerCallback``\\ s;
+    ``scorer``: the valid split's metrics (``medhx train`` passes ``eval.metrics.score.score_rows``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -266,7 +267,7 @@ def train(cfg: TrainConfig, progress: bool = True, callbacks: list | None = None
     card = build_card(cfg, base_path, device, data, fitted)
     if cfg.eval.enabled and data.valid_dialogues:
         card["valid"]["tasks"] = evaluate(cfg, base_path, Path(cfg.output_dir), tokenizer, data.valid_dialogues,
-                                          progress)
+                                          progress, scorer)
     card["wall_time_s"] = round(time.time() - started, 1)
     write_card(Path(cfg.output_dir), card)
     return card
@@ -453,16 +454,19 @@ def build_card(cfg: TrainConfig, base_path: str, device: str, data: TrainData, f
         "versions": versions(),
     }
     if fitted.adalora_calls is not None:
-        card["train"]["adalora"] = {"update_and_allocate_calls": fitted.adalora_calls,
-                                    "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
-                                    "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / fitted.orth_scale}
+        card["train"]["adalora"] = {
+            "update_and_allocate_calls": fitted.adalora_calls,
+            "orth_reg_weight": cfg.peft.adalora_orth_reg_weight,
+            "orth_reg_weight_per_micro_batch": cfg.peft.adalora_orth_reg_weight / fitted.orth_scale,
+        }
     return card
 
 
 # --------------------------------------------------------------------------- CLI
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``medhx train``; the top (``agent.cli``) sets the ``scorer`` default: the valid split's metrics."""
     p = sub.add_parser("train", help="fine-tune a peft adapter (LoRA by default) for nlu / pol / nlg / multitask")
     p.add_argument("--config", required=True, help="YAML, e.g. configs/train/nlu.yaml")
     p.add_argument("--output-dir", help="override output_dir")
@@ -475,7 +479,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key (dotted, YAML value), e.g. --set peft.method=ia3")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_train)
+    p.set_defaults(func=_cmd_train, scorer=None)
+    return p
 
 
 def _parse_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -498,13 +503,24 @@ def _parse_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, _parse_overrides(args))
-    card = train(cfg, progress=not args.no_progress)
+    card = train(cfg, progress=not args.no_progress, scorer=args.scorer)
     if not card:  # not the main process of a multi-process run
         return 0
-    print(json.dumps({k: card[k] for k in ("adapter", "peft_method", "wall_time_s")} | {
-        "output_dir": cfg.output_dir, "loss_first": card["train"]["loss_first"], "loss_last": card["train"]["loss_last"],
-        "resumed_from": card["train"]["resumed_from"],
-        "valid": {k: v for k, v in card["valid"].items() if k != "tasks"} | {
-            t: {"parse": short_parse(r["parse"]), "metrics": headline(t, r["metrics"])}
-            for t, r in (card["valid"].get("tasks") or {}).items()}}, indent=2))
+    print(
+        json.dumps(
+            {k: card[k] for k in ("adapter", "peft_method", "wall_time_s")}
+            | {
+                "output_dir": cfg.output_dir,
+                "loss_first": card["train"]["loss_first"],
+                "loss_last": card["train"]["loss_last"],
+                "resumed_from": card["train"]["resumed_from"],
+                "valid": {k: v for k, v in card["valid"].items() if k != "tasks"}
+                | {
+                    t: {"parse": short_parse(r["parse"]), "metrics": headline(t, r["metrics"])}
+                    for t, r in (card["valid"].get("tasks") or {}).items()
+                },
+            },
+            indent=2,
+        )
+    )
     return 0

@@ -1,25 +1,32 @@
 """The adapter's card (``card.json`` + ``card.md`` beside the adapter, written by ``medhx train``): generation on
-the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (``eval.score``) and parse
-statistics, and the card's short Markdown form.
+the valid split with the saved adapter through the ``hf`` backend, its MediTOD metrics (through a :data:`Scorer`:
+``medhx train`` passes ``eval.metrics.score.score_rows``, so models/ imports no eval/) and parse statistics, and the
+card's short Markdown form.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.data import Example, task_examples
-from agent.provenance import package_versions
+from agent.core.data import Example, task_examples
+from agent.core.provenance import package_versions
 from models.train_config import TrainConfig
 
 log = logging.getLogger(__name__)
 
+Scorer = Callable[[str, list[Example], list[dict], str], dict]
+"""MediTOD metrics of one task's valid predictions: ``scorer(task, examples, rows, match) -> report``, where ``rows``
+are :func:`models.modules.predict`'s and ``match`` is ``cfg.eval.match``. The caller (``medhx train``) passes one;
+without it the card has no metrics."""
+
 
 def evaluate(cfg: TrainConfig, base_path: str, adapter_dir: Path, tokenizer: Any, dialogues: list,
-             progress: bool) -> dict:
-    """Generate on the valid split with the saved adapter through the ``hf`` backend; score with ``eval``."""
+             progress: bool, scorer: Scorer | None = None) -> dict:
+    """Generate on the valid split with the saved adapter through the ``hf`` backend; score with ``scorer``."""
     from models.modules import predict
     from models.parsing import ParseStats
 
@@ -34,7 +41,7 @@ def evaluate(cfg: TrainConfig, base_path: str, adapter_dir: Path, tokenizer: Any
             pred_file = adapter_dir / f"valid_predictions_{task}.jsonl"
             pred_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             results[task] = {"examples": len(examples), "parse": stats.to_dict(),
-                             "metrics": score_rows(task, examples, rows, cfg.eval.match),
+                             "metrics": scorer(task, examples, rows, cfg.eval.match) if scorer else {},
                              "predictions": pred_file.name}
             log.info("valid %s: %s", task, stats.summary())
     finally:
@@ -46,18 +53,6 @@ def make_eval_backend(base_path: str, adapters: dict[str, str], device: str) -> 
     from models.backends.hf import HFBackend
 
     return HFBackend(base_path, adapters=adapters, device=device)
-
-
-def score_rows(task: str, examples: list[Example], rows: list[dict], match: str) -> dict:
-    """MediTOD metrics of the predictions (``eval.score``); the matcher is exact by default (no LLM judge)."""
-    from eval.matching import make_matcher
-    from eval.score import score
-
-    predictions = {(r["dialog_id"], r["uttr_id"]): r["prediction"] for r in rows}
-    matcher = make_matcher(match) if task != "nlg" else None
-    report = score(task, examples, predictions, matcher, progress=False)
-    report.pop("notes", None)
-    return report
 
 
 def versions() -> dict[str, str]:
@@ -86,7 +81,9 @@ def write_card(out_dir: Path, card: dict) -> None:
         lines.append("- servable by vLLM: no (only LoRA adapters are; load it with the hf backend)")
     valid = card.get("valid", {})
     if valid.get("token_loss_after") is not None:
-        lines.append(f"- valid token loss: {valid['token_loss_before']:.4f} before -> {valid['token_loss_after']:.4f} after")
+        lines.append(
+            f"- valid token loss: {valid['token_loss_before']:.4f} before -> {valid['token_loss_after']:.4f} after"
+        )
     for task, res in (valid.get("tasks") or {}).items():
         lines.append(f"- valid {task} ({res['examples']} turns): parse {json.dumps(short_parse(res['parse']))}; "
                      f"metrics {json.dumps(headline(task, res['metrics']))}")

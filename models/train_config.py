@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent.data import DEFAULT_DATA_DIR
-from agent.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
+from agent.core.data import DEFAULT_DATA_DIR
+from agent.core.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -75,7 +75,9 @@ class TrainSettings(_Strict):
     max_length: int = 2048  # longer examples are skipped and counted, never cut
     limit_examples: int | None = None  # first N training examples (after shuffling), for smoke runs
     gradient_checkpointing: bool = False
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = (
+        "auto"  # auto: bf16 (fp16 without bf16) on CUDA, none on CPU
+    )
     optim: str | None = None  # a transformers optimizer name (adamw_torch, adamw_torch_fused, paged_adamw_8bit...)
     seed: int = 0
     save_steps: int = 50  # a resumable checkpoint every N optimizer steps (0: none)
@@ -157,7 +159,7 @@ class TrainConfig(_Strict):
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """A YAML training config, with ``overrides`` (dotted keys, e.g. ``train.max_steps``) applied on top.
 
-    Paths in the file are relative to the file's directory (:mod:`agent.paths`); paths given as overrides on the
+    Paths in the file are relative to the file's directory (:mod:`agent.core.paths`); paths given as overrides on the
     command line are relative to the current directory, as anything typed at a prompt."""
     raw, base = read_config_file(path)
     raw = resolve_paths(TrainConfig, raw, base)

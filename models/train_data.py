@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from agent.data import Example
+from agent.core.data import Example
 from models import prompts
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The agent config: which module of each role (by registry kind, :mod:`policies.registry`), the session store
 and turn budget, and the safety rules; loaded from YAML with its paths resolved by the one rule of
-:mod:`agent.paths` (relative to the config file's directory).
+:mod:`agent.core.paths` (relative to the config file's directory).
 
 Every level forbids unknown keys, so a misspelt key (``known_values_onyl``) fails at start with its path and the
 allowed keys instead of silently turning a safety setting off. It lives beside the registry (not in the application)
@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent import safety
-from agent.paths import REPO_ROOT, ConfigPath, ModelRef, read_config_file, resolve_against, resolve_paths
+from agent.core import safety
+from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, read_config_file, resolve_against, resolve_paths
 from models.serve import check_serve_config
 from policies.registry import DEFAULT_DST, ROLES, check_section, resolve_section
 
@@ -25,7 +25,9 @@ DEFAULT_CONFIG = REPO_ROOT / "configs" / "default.yaml"
 class SessionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     store: Literal["sqlite", "postgres"] = "sqlite"
-    dir: ConfigPath | None = None  # sqlite file: <dir>/sessions.sqlite; None: the per-user data dir (agent.checkpoints)
+    dir: ConfigPath | None = (
+        None  # sqlite file: <dir>/sessions.sqlite; None: the per-user data dir (agent.app.checkpoints)
+    )
     postgres_url: str | None = None  # or $MEDHX_POSTGRES_URL
     pool_size: int = Field(default=8, ge=1)  # PostgreSQL connections kept by one process (psycopg_pool)
     max_turns: int = Field(default=40, ge=2)  # doctor turns, greeting and closing included

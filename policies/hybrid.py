@@ -8,8 +8,8 @@ reason for each fallback is recorded in ``meta["fallback"]``.
 
 from __future__ import annotations
 
-from agent import cmas
-from agent.protocol import ModuleOutput, Policy, TurnContext
+from agent.core import cmas
+from agent.core.protocol import ModuleOutput, Policy, TurnContext
 from policies.questionnaire import QuestionnairePolicy
 from policies.questions import answered, asked, questions_of
 

@@ -2,13 +2,13 @@
 
 It adds what every consumer of a policy needs and the LLM module does not know: the
 output re-checked as strict CMAS (a lenient parse can still leave nothing usable). Whether the
-actions close the interview is decided in one place, ``agent.cmas.closing_reason``.
+actions close the interview is decided in one place, ``agent.core.cmas.closing_reason``.
 """
 
 from __future__ import annotations
 
-from agent import cmas
-from agent.protocol import ModuleOutput, Policy, TurnContext
+from agent.core import cmas
+from agent.core.protocol import ModuleOutput, Policy, TurnContext
 
 
 class ModelPolicy:

@@ -3,12 +3,12 @@
 The model's utterance is used unless it failed to parse, came back empty, or carries a
 placeholder or JSON; then the template NLG verbalizes the same actions. The reason is recorded
 in ``meta["fallback"]``. Whether an utterance presents the agent as a clinician is checked once,
-for every NLG, by the graph's guard (``agent.graph_nodes``).
+for every NLG, by the graph's guard (``agent.app.graph_nodes``).
 """
 
 from __future__ import annotations
 
-from agent.protocol import NLG, ModuleOutput, TurnContext
+from agent.core.protocol import NLG, ModuleOutput, TurnContext
 from policies.template_nlg import TemplateNLG
 
 

@@ -32,10 +32,10 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
-from agent.paths import REPO_ROOT
-from agent.safety import Condition, Rule, RuleSet, default_rules
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
+from agent.core.paths import REPO_ROOT
+from agent.core.safety import Condition, Rule, RuleSet, default_rules
 from policies.nlu.lexicon import default_lexicon
 
 DEFAULT_DIR = REPO_ROOT / "configs" / "presentations"

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.paths import REPO_ROOT
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.paths import REPO_ROOT
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.questions import Question, answered, asked, questions_of, to_actions
 
 if TYPE_CHECKING:
@@ -135,7 +135,9 @@ def _check_values(raw: object, where: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabulary | None = None) -> QuestionnaireConfig:
+def load_questionnaire_config(
+    path: str | Path = DEFAULT_CONFIG, vocab: Vocabulary | None = None
+) -> QuestionnaireConfig:
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text())
     known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up",
@@ -185,7 +187,9 @@ def load_questionnaire_config(path: str | Path = DEFAULT_CONFIG, vocab: Vocabula
         after_plan=_after_plan(raw.get("after_plan"), sections),
         questions_per_turn=n,
         hpi_checks=_checks("symptom", hpi.get("checks") or [], "hpi.checks"),
-        secondary_checks=_checks("symptom", hpi.get("secondary_checks", hpi.get("checks")) or [], "hpi.secondary_checks"),
+        secondary_checks=_checks(
+            "symptom", hpi.get("secondary_checks", hpi.get("checks")) or [], "hpi.secondary_checks"
+        ),
         location_for=tuple(_value("symptom", v, vocab, "hpi.location_for") for v in hpi.get("location_for") or []),
         extra_checks={
             _value("symptom", k, vocab, "hpi.extra_checks"): _checks("symptom", v, f"hpi.extra_checks.{k}")
@@ -286,7 +290,9 @@ class QuestionnairePolicy:
     # -- helpers over the state
 
     def _positive_symptoms(self, state: dict) -> list[dict]:
-        return [it for it in state.get("positive_symptom") or [] if str(it.get("value", "")).casefold() not in NOT_A_SYMPTOM]
+        return [
+            it for it in state.get("positive_symptom") or [] if str(it.get("value", "")).casefold() not in NOT_A_SYMPTOM
+        ]
 
     def _lookup(self, mapping: dict, value: str):
         for k, v in mapping.items():
@@ -390,7 +396,7 @@ class QuestionnairePolicy:
         """The presentation plan the state calls for (``policies.presentations.choose_plan``), None without plans."""
         if not self.config.plans:
             return None
-        from agent.safety import check_red_flags, level_rank
+        from agent.core.safety import check_red_flags, level_rank
         from policies.presentations import choose_plan
 
         flags = sorted(check_red_flags(ctx.state), key=lambda f: level_rank(f.level))
@@ -398,7 +404,7 @@ class QuestionnairePolicy:
                            flags=[f.id for f in flags], vocab=self.vocab)
 
     def _plan_checks(self, plan: Plan, item: dict) -> tuple[str, ...] | None:
-        from agent.ontology import symptom_names
+        from agent.core.ontology import symptom_names
 
         names = symptom_names(item["value"], item)
         for symptom, checks in plan.characterise.items():
@@ -419,14 +425,14 @@ class QuestionnairePolicy:
     def _ask(self, state: dict, a: Ask) -> Question | None:
         """The screening question of a plan item: whether the patient has it, for a located item whether they have it
         there ("any pain in your arm?"; of a patient whose chest pain it is, whether the pain reaches there). A "no"
-        denies that place only (``agent.tracker`` keeps it beside the positive item), so it is safe to ask."""
+        denies that place only (``agent.core.tracker`` keeps it beside the positive item), so it is safe to ask."""
         if a.location:
             return Question(a.base, a.value, "location", tuple(a.location))
         return Question(a.base, a.value)
 
     def _decisive(self, state: dict, a: Ask) -> Question | None:
         """The one attribute a plan asks of an item the patient has (``check``), None when it names none."""
-        from agent.ontology import find_item
+        from agent.core.ontology import find_item
 
         if a.check is None:
             return None
@@ -495,7 +501,7 @@ class QuestionnairePolicy:
                     yield Candidate("risk_factors", found)
 
     def _decisive_record(self, state: dict, a: Ask) -> Question | None:
-        from agent.ontology import find_item
+        from agent.core.ontology import find_item
 
         if a.base == "basic_information":
             return None
@@ -529,7 +535,9 @@ class QuestionnairePolicy:
         plan = self.plan_for(ctx)
         picked: list[Candidate] = []
         for cand in self.open_questions(ctx, plan):
-            same_item = any(p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked)
+            same_item = any(
+                p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked
+            )
             if picked and (cand.topic != picked[0].topic or (cand.question.screening and same_item)):
                 break
             picked.append(cand)

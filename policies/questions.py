@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent import cmas
-from agent.ontology import Vocabulary, find_item
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, find_item
 
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
 
@@ -90,7 +90,9 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
     value = q.value.casefold()
     if q.base == "basic_information":
         record = items[0][1] if items else {}
-        keys = [q.check] if q.check in cmas.BASIC_KEYS else [value] if value in cmas.BASIC_KEYS else list(cmas.BASIC_KEYS)
+        keys = (
+            [q.check] if q.check in cmas.BASIC_KEYS else [value] if value in cmas.BASIC_KEYS else list(cmas.BASIC_KEYS)
+        )
         return any(record.get(k) for k in keys)
     if q.base in cmas.RECORD_SLOTS:
         record = next((it for _, it in items if it), None)
@@ -133,6 +135,8 @@ def asked(past_actions: Iterable[list[dict]], q: Question, vocab: Vocabulary) ->
                 continue
             if q.check in cmas.VALUE_SENSITIVE_CHECKS and set(p.values) != set(q.values):
                 continue
-            if vocab.same(q.base, p.value, q.value) or (q.base == "symptom" and p.value.casefold() == "all" and p.check):
+            if vocab.same(q.base, p.value, q.value) or (
+                q.base == "symptom" and p.value.casefold() == "all" and p.check
+            ):
                 return True
     return False

@@ -4,12 +4,12 @@ Every section of an agent config (``nlu:``, ``dst:``, ``policy:``, ``nlg:``) nam
 
 - a built-in kind, registered below with :func:`register`;
 - or a researcher's own class by dotted path, ``kind: mypkg.mymodule:MyPolicy``: it is imported, called with the
-  section's other keys as keyword arguments, and must speak the role's protocol (:mod:`agent.protocol`), so a new
+  section's other keys as keyword arguments, and must speak the role's protocol (:mod:`agent.core.protocol`), so a new
   module plugs in with no change to medhx.
 
 Model kinds share backends: a backend named by several modules is built once (``Builder.backend``), its ``model``
-defaulting to the config's ``base_model``. A kind's path settings are typed :data:`agent.paths.ConfigPath`, so
-:func:`resolve_section` makes them relative to the config file's directory (the one rule, :mod:`agent.paths`);
+defaulting to the config's ``base_model``. A kind's path settings are typed :data:`agent.core.paths.ConfigPath`, so
+:func:`resolve_section` makes them relative to the config file's directory (the one rule, :mod:`agent.core.paths`);
 builders receive them resolved.
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths
-from agent.protocol import DST, NLG, NLU, Policy
-from agent.tracker import RuleTracker
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths
+from agent.core.protocol import DST, NLG, NLU, Policy
+from agent.core.tracker import RuleTracker
 
 ROLES = ("nlu", "dst", "policy", "nlg")
 PROTOCOLS: dict[str, type] = {"nlu": NLU, "dst": DST, "policy": Policy, "nlg": NLG}
@@ -82,7 +82,7 @@ class Grounding(BaseModel):
 class ClinicalSettings(Settings, Grounding):
     lexicon: ConfigPath | None = None  # default configs/nlu_lexicon.yaml
     second_stage: bool = True  # symptoms the lexicon misses, matched by meaning (policies/nlu/concepts.py)
-    lay_terms: bool = True  # the HPO lay synonyms and drug-class names in the lexicon (agent/lay_terms.py)
+    lay_terms: bool = True  # the HPO lay synonyms and drug-class names in the lexicon (agent/core/lay_terms.py)
     concept_threshold: float = Field(default=0.64, gt=0, le=1)  # cosine similarity the second stage needs
 
 
@@ -176,7 +176,7 @@ class Modules:
     dst: DST
     policy: Policy
     nlg: NLG
-    nlu_vocabulary: Vocabulary | None = None  # set: ungrounded NLU values are set aside (agent.grounding)
+    nlu_vocabulary: Vocabulary | None = None  # set: ungrounded NLU values are set aside (agent.core.grounding)
     nlu_ground_words: bool = False  # free-text values must also occur in the patient's words
     closers: list[Callable[[], None]] = field(default_factory=list)
 
@@ -211,7 +211,7 @@ class Builder:
             module = _KINDS[role][kind](self, cfg)
         if not isinstance(module, PROTOCOLS[role]):
             raise TypeError(f"config: {role} kind {kind!r} built a {type(module).__name__}, which does not speak the "
-                            f"{PROTOCOLS[role].__name__} protocol (agent.protocol)")
+                            f"{PROTOCOLS[role].__name__} protocol (agent.core.protocol)")
         return module
 
     def backend(self, name: str | None) -> tuple[Any, dict]:
@@ -259,7 +259,7 @@ def _custom(role: str, kind: str, settings: dict) -> Any:
 
 def exemplar_index(task: str, cfg: dict) -> Any:
     """Exemplar index for the in-context format: ``exemplars: {data: DIR, split: train, encoder: DIR}``."""
-    from agent.data import load_dialogues
+    from agent.core.data import load_dialogues
     from models.retrieval import ExemplarIndex
 
     ex = cfg.get("exemplars") or {}
@@ -270,7 +270,7 @@ def exemplar_index(task: str, cfg: dict) -> Any:
 def build_modules(config: dict) -> Modules:
     """NLU, DST, policy and NLG of an agent config, with the NLU grounding the config asks for.
 
-    Grounding (agent.grounding) is on for every NLU kind but the gold oracle unless ``nlu.grounding: false``
+    Grounding (agent.core.grounding) is on for every NLU kind but the gold oracle unless ``nlu.grounding: false``
     (``known_values_only`` is its earlier name): head values must resolve in the vocabulary for every kind, free
     text must occur in the patient's words for a bare model (the clinical NLU takes its values from its lexicon,
     and the ensemble grounds its model part itself)."""

@@ -3,7 +3,7 @@ considerations, each with the facts of the patient state that support it and tho
 
 It is for the clinician only. Nothing here is said to the patient or becomes a spoken doctor action (a CMAS
 ``diagnosis`` action would be said): the graph keeps the summary in the interview's own state
-(``agent.graph_state.InterviewState.summary``), the history note and the console show it, and ``medhx simulate``
+(``agent.app.graph_state.InterviewState.summary``), the history note and the console show it, and ``medhx simulate``
 scores it there.
 
 Everything comes from data already validated elsewhere: the presentation plans (``configs/presentations/*.yaml``,
@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.safety import level_rank
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.safety import level_rank
 from policies.presentations import Consideration, Plan, PlanItem, choose_plan
 
 FOR_THE_CLINICIAN = ("For the clinician only: considerations from the presentation plan, ranked by the facts heard "

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from agent import cmas
-from agent.paths import REPO_ROOT
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.paths import REPO_ROOT
+from agent.core.protocol import ModuleOutput, TurnContext
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
 
@@ -78,7 +78,9 @@ class Lexicon:
         """Places as a phrase: "in your arm or shoulder"; a place the lexicon words with its own preposition keeps it
         ("on one side of your body", the wording of the set {left side, right side})."""
         key = ", ".join(sorted(v.casefold() for v in values))
-        phrases = [self.locations[key]] if len(values) > 1 and key in self.locations else [self.location(v) for v in values]
+        phrases = (
+            [self.locations[key]] if len(values) > 1 and key in self.locations else [self.location(v) for v in values]
+        )
         if not any(p.startswith(PREPOSITIONS) for p in phrases):
             return f"in your {join_or(phrases)}"
         return join_or([p if p.startswith(PREPOSITIONS) else f"in your {p}" for p in phrases])
@@ -201,7 +203,7 @@ class Sentence:
 
 
 class TemplateNLG:
-    """Verbalizes CMAS actions; raises :class:`agent.cmas.CMASError` on actions that are not valid CMAS."""
+    """Verbalizes CMAS actions; raises :class:`agent.core.cmas.CMASError` on actions that are not valid CMAS."""
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lex = lexicon or load_lexicon()
@@ -255,12 +257,17 @@ class TemplateNLG:
         names = [self.lex.term(base, it["value"]) for base, items in act.items() if base != "action" for it in items]
         names = [n for n in names if n.casefold() not in cmas.OPEN_VALUES]
         if not names:
-            return [Sentence(f"Your clinician will discuss possible causes with you. {DIAGNOSIS_CAVEAT}", question=False)]
-        return [Sentence(
-            f"From what you've told me, possible conditions to discuss with your clinician include {join_or(names, 'and')}. "
-            f"{DIAGNOSIS_CAVEAT}",
-            question=False,
-        )]
+            return [
+                Sentence(f"Your clinician will discuss possible causes with you. {DIAGNOSIS_CAVEAT}", question=False)
+            ]
+        return [
+            Sentence(
+                "From what you've told me, possible conditions to discuss with your clinician include "
+                f"{join_or(names, 'and')}. "
+                f"{DIAGNOSIS_CAVEAT}",
+                question=False,
+            )
+        ]
 
     # ------------------------------------------------------------------ inquire
 
@@ -341,7 +348,9 @@ class TemplateNLG:
         if value.casefold() == "all":
             return "symptoms"
         term = self.lex.term("symptom", value)
-        if own_place_dropped(term) == term and (value.casefold().endswith(" pain") or term.casefold().endswith(" pain")):
+        if own_place_dropped(term) == term and (
+            value.casefold().endswith(" pain") or term.casefold().endswith(" pain")
+        ):
             return None
         return own_place_dropped(term)
 
@@ -369,7 +378,9 @@ class TemplateNLG:
                 self.lex.term("medical_history", v))
         return ", or ".join(f"{verb} {join_or(objs)}" for verb, objs in by_verb.items())
 
-    def _mention(self, base: str, value: str, name: str, said: set[tuple[str, str]], term: str | None = None) -> Mention:
+    def _mention(
+        self, base: str, value: str, name: str, said: set[tuple[str, str]], term: str | None = None
+    ) -> Mention:
         """``name`` as a subject or object; a pronoun if its long name was said before in this utterance."""
         term = term or self.lex.term(base, value)
         again = (base, value) in said and is_long(term)
@@ -429,7 +440,10 @@ class TemplateNLG:
             check = "ana_factors"
         match check:
             case "value" | "status":
-                return self.lex.question("symptom", value) or f"Do you currently have {'your symptoms' if every else term}?"
+                return (
+                    self.lex.question("symptom", value)
+                    or f"Do you currently have {'your symptoms' if every else term}?"
+                )
             case "onset":
                 return f"When did {s.subj} start?"
             case "initiation":
@@ -447,7 +461,11 @@ class TemplateNLG:
                     return f"How would you describe {s.obj}?"
                 return f"Would you describe {s.obj} as {join_or([self._strip_term(x, value) for x in values])}?"
             case "ana_factors":
-                return f"Does {vals} make {s.obj} better or worse?" if values else f"Does anything make {s.obj} better or worse?"
+                return (
+                    f"Does {vals} make {s.obj} better or worse?"
+                    if values
+                    else f"Does anything make {s.obj} better or worse?"
+                )
             case "severity":
                 return f"On a scale of 1 to 10, with 10 the worst, how severe {s.be} {s.subj}?"
             case "progression":
@@ -519,7 +537,9 @@ class TemplateNLG:
         is_open = value.casefold() in cmas.OPEN_VALUES or value == "None"
         match base, check:
             case "travel", None | "status":
-                return "Have you travelled anywhere recently?" if is_open else f"Have you travelled to {value} recently?"
+                return (
+                    "Have you travelled anywhere recently?" if is_open else f"Have you travelled to {value} recently?"
+                )
             case "travel", "value" | "destination":
                 return f"Have you travelled to {join_or(values)}?" if values else "Where did you travel to?"
             case "travel", "when" | "date":
@@ -535,7 +555,9 @@ class TemplateNLG:
             case "occupation", "when":
                 return "How long have you worked there?"
             case "residence", None:
-                return "Could you tell me a bit about your living situation?" if is_open else f"Do you live in a {value}?"
+                return (
+                    "Could you tell me a bit about your living situation?" if is_open else f"Do you live in a {value}?"
+                )
             case "residence", "value":
                 return "Where do you live at the moment?"
             case "residence", "status":

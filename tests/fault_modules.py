@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core.protocol import ModuleOutput, TurnContext
 from models.backends.base import BackendError
 from policies.registry import Builder
 

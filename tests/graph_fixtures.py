@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.graph_state import InterviewState
-from agent.sessions import SessionStore
+from agent.app.graph_state import InterviewState
+from agent.app.sessions import SessionStore
+from agent.core import cmas
+from agent.core.data import load_dialogues
 from policies.agent_config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,7 +89,9 @@ def medhx_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "agent.cli", *args]
 
 
-def run_medhx(*args: str, stdin: str = "", env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_medhx(
+    *args: str, stdin: str = "", env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(medhx_cmd(*args), input=stdin, capture_output=True, text=True, cwd=REPO,
                           env=env or medhx_env(), timeout=timeout)
 
@@ -155,7 +157,7 @@ def keyed_client_cmd(config: Path, session_id: str) -> list[str]:
 def _keyed_client(config: str, session_id: str) -> int:
     import json
 
-    from agent.sessions import SessionStore
+    from agent.app.sessions import SessionStore
     from policies.agent_config import load_config
 
     with SessionStore(load_config(config)) as store:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent import cmas
-from agent.protocol import TurnContext
-from agent.tracker import update_state
+from agent.core import cmas
+from agent.core.protocol import TurnContext
+from agent.core.tracker import update_state
 from policies.questions import questions_of
 
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from vllm_fixtures import free_port
 
-from agent import cmas
+from agent.core import cmas
 from models.backends import BackendError, GenerationRequest, make_backend
 from models.backends.vllm_server import VLLMServerBackend
 from models.serve import check_serve_config, default_max_loras, engine_flags, server_command, server_environment
@@ -18,9 +18,8 @@ from models.serve import check_serve_config, default_max_loras, engine_flags, se
 def test_unreachable_server_is_a_clear_backend_error():
     port = free_port()
     with make_backend({"kind": "vllm-server", "url": f"http://127.0.0.1:{port}", "model": "m",
-                       "retries": 2, "backoff_s": 0.01}) as backend:
-        with pytest.raises(BackendError) as err:
-            backend.generate([GenerationRequest("hello")])
+                       "retries": 2, "backoff_s": 0.01}) as backend, pytest.raises(BackendError) as err:
+        backend.generate([GenerationRequest("hello")])
     message = str(err.value)
     assert f"http://127.0.0.1:{port}" in message
     assert "unreachable or failing after 3 attempts" in message
@@ -108,7 +107,9 @@ def test_serve_command_line_and_environment(tmp_path):
     # nlg has no path: not served. One spare LoRA slot on CPU (see default_max_loras).
     assert "--enable-lora --max-lora-rank 16 --max-loras 3 --lora-modules nlu=/a/nlu pol=/a/pol" in joined
     assert "--enforce-eager" in cmd
-    assert cmd[cmd.index("--structured-outputs-config") + 1] == '{"backend": "guidance", "disable_any_whitespace": true}'
+    assert (
+        cmd[cmd.index("--structured-outputs-config") + 1] == '{"backend": "guidance", "disable_any_whitespace": true}'
+    )
     # Engine arguments pass through; request logging (prompts are patient text) is pinned off after them.
     assert joined.endswith("--tensor-parallel-size 2 --enable-prefix-caching --no-enable-log-requests")
     env = server_environment(serve_config, "k3y")

@@ -17,10 +17,16 @@ def hf(tiny_model_dir, tiny_adapters):
 
 
 def chat(tokenizer, text: str) -> str:
-    return tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
 
 
-PATIENT = ["I have had a dry cough for two weeks.", "No fever.", "It gets worse at night when I lie down, and I feel tired."]
+PATIENT = [
+    "I have had a dry cough for two weeks.",
+    "No fever.",
+    "It gets worse at night when I lie down, and I feel tired.",
+]
 
 
 def test_batched_left_padded_generation_equals_one_at_a_time(hf):

@@ -53,4 +53,7 @@ def test_dequantised_model_answers_like_smollm2(prepared):
     enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
     with torch.inference_mode():
         out = model.generate(**enc, max_new_tokens=12, do_sample=False)
-    assert tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True) == "The capital of France is Paris."
+    assert (
+        tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        == "The capital of France is Paris."
+    )

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, nlu_examples, pol_examples
+from agent.core import cmas
+from agent.core.data import load_dialogues, nlu_examples, pol_examples
 from models import prompts
 from models.backends import BackendError, GenerationRequest, make_backend
 from models.serve import list_models, load_adapter, start_server, stop_server, unload_adapter
@@ -32,7 +32,9 @@ def client(vllm_server):
 
 
 def chat(tokenizer, text: str) -> str:
-    return tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
 
 
 def test_server_lists_the_base_model_and_the_adapters(vllm_server, tiny_model_dir, tiny_adapters):
@@ -75,7 +77,9 @@ def _task_prompts(tokenizer, task: str, n: int = 50) -> list[str]:
 def test_constrained_outputs_of_a_random_model_are_all_schema_valid(client, tokenizer, task, schema, parse):
     """50 generations of random weights, sent as one concurrent batch; tighter bounds than the
     defaults keep a random model's JSON short enough to finish within max_tokens."""
-    batch = [GenerationRequest(p, adapter=task, json_schema=schema, max_tokens=600) for p in _task_prompts(tokenizer, task)]
+    batch = [
+        GenerationRequest(p, adapter=task, json_schema=schema, max_tokens=600) for p in _task_prompts(tokenizer, task)
+    ]
     results = client.generate(batch)
     assert [r.finish_reason for r in results] == ["stop"] * 50
     parsed = [parse(json.loads(r.text)) for r in results]  # raises on the first invalid one
@@ -113,13 +117,15 @@ def test_down_server_is_a_clear_error_and_retries_recover_after_restart(vllm_ser
     url = vllm_server_process.url
     stop_server(vllm_server_process.endpoint)
 
-    with make_backend({"kind": "vllm-server", "url": url, "retries": 1, "backoff_s": 0.05}) as impatient:
-        with pytest.raises(BackendError, match=f"vLLM server at {url} unreachable or failing after 2 attempts"):
-            impatient.generate([GenerationRequest(prompt, adapter="nlu", max_tokens=10)])
+    with make_backend({"kind": "vllm-server", "url": url, "retries": 1, "backoff_s": 0.05}) as impatient, \
+            pytest.raises(BackendError, match=f"vLLM server at {url} unreachable or failing after 2 attempts"):
+        impatient.generate([GenerationRequest(prompt, adapter="nlu", max_tokens=10)])
 
     outcome: dict = {}
     # A restart takes a minute or more on CPU: a deadline that covers it (the default, 60 s, bounds a live turn).
-    patient = make_backend({"kind": "vllm-server", "url": url, "deadline_s": 300, "backoff_s": 0.5, "max_backoff_s": 4.0})
+    patient = make_backend(
+        {"kind": "vllm-server", "url": url, "deadline_s": 300, "backoff_s": 0.5, "max_backoff_s": 4.0}
+    )
 
     def run() -> None:
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval.bench import BenchConfig, load_config
+from eval.runs.bench import BenchConfig, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 

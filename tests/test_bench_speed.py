@@ -10,9 +10,9 @@ import pytest
 import yaml
 from graph_fixtures import REPO
 
-from eval import bench_speed as bs
-from eval import bench_speed_engines as engines
-from eval import live_latency as live
+from eval.runs import bench_speed as bs
+from eval.runs import bench_speed_engines as engines
+from eval.runs import live_latency as live
 
 
 class WordTokenizer:
@@ -35,7 +35,7 @@ def test_target_lengths_count_the_gold_target_tokens_at_least_one():
 
 
 def test_target_lengths_use_the_compact_cmas_json_for_nlu():
-    from agent.data import load_dialogues, nlu_examples
+    from agent.core.data import load_dialogues, nlu_examples
     from models import prompts
 
     class CharTokenizer:
@@ -103,7 +103,7 @@ def test_decode_overhead_is_not_reported_for_short_outputs():
 
 
 def test_long_schema_forces_the_frame_count_and_leaves_the_nlu_schema_alone():
-    from agent import cmas
+    from agent.core import cmas
 
     schema = cmas.nlu_json_schema()
     long = bs.long_schema(schema, 32)
@@ -211,10 +211,12 @@ def test_cli_flags_override_the_config(tmp_path, monkeypatch):
 
 def test_summary_line_names_engines_ratios_overhead_and_live():
     lengths = [10] * 4
-    runs = {"hf": bs.summarize(8.0, lengths, dtype="float32"), "hf_batched": bs.summarize(2.0, lengths, dtype="float32"),
-            "vllm": bs.summarize(1.0, lengths, dtype="float32"),
-            "vllm_constrained": bs.summarize(1.0, lengths, dtype="float32",
-                                             contention={"others_cpu_share": 0.1})}
+    runs = {
+        "hf": bs.summarize(8.0, lengths, dtype="float32"),
+        "hf_batched": bs.summarize(2.0, lengths, dtype="float32"),
+        "vllm": bs.summarize(1.0, lengths, dtype="float32"),
+        "vllm_constrained": bs.summarize(1.0, lengths, dtype="float32", contention={"others_cpu_share": 0.1}),
+    }
     report = {"runs": runs, "ratios": bs.ratios(runs),
               "constrained_overhead": {"constrained_overhead_per_token": 0.05},
               "live": {"turn": {"p50_ms": 30.0, "p95_ms": 90.0}, "first_turn": {"cold_s": 1.3, "warm_s": 0.012}}}
@@ -248,7 +250,7 @@ def test_percentiles_interpolate_like_numpy():
 
 
 def test_patient_lines_are_the_patient_turns_in_order():
-    from agent.data import load_dialogues
+    from agent.core.data import load_dialogues
 
     lines = live.patient_lines(REPO / "data" / "meditod")
     dialogues = load_dialogues(REPO / "data" / "meditod", "all")

@@ -11,7 +11,7 @@ from gradio_client import Client
 from graph_fixtures import REPO, gold_config, medhx_cmd, medhx_env, patient_lines, run_medhx, write_config
 from vllm_fixtures import free_port
 
-from agent.sessions import SessionStore
+from agent.app.sessions import SessionStore
 from policies.agent_config import load_config
 
 LINES = patient_lines("115", 3)
@@ -120,8 +120,8 @@ def test_chat_cli_says_when_a_module_fell_back(tmp_path, capsys):
     the transcript)."""
     import io
 
-    from agent.chat import run_cli
-    from agent.graph_nodes import FALLBACK_NOTICE
+    from agent.app.chat import run_cli
+    from agent.app.graph_nodes import FALLBACK_NOTICE
 
     cfg = gold_config(tmp_path)
     cfg["nlg"] = {"kind": "fault_modules:Fail", "role": "nlg", "inner": {"kind": "template"}, "turn": 1}

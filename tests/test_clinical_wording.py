@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from graph_fixtures import default_store
 
-from agent.clinical_text import PhraseFinder, word_stem
-from agent.ontology import default_vocabulary
-from eval.generalisation import find_status
+from agent.core.clinical_text import PhraseFinder, word_stem
+from agent.core.ontology import default_vocabulary
+from eval.runs.generalisation import find_status
 
 
 @pytest.mark.parametrize(("base", "a", "b"), [

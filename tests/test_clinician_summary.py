@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from eval.cases import load_card
-from eval.simulate import run
-from eval.simulate_metrics import same_diagnosis
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from eval.runs.cases import load_card
+from eval.runs.simulate import run
+from eval.runs.simulate_metrics import same_diagnosis
 from policies.presentations import default_plans
 from policies.summary import clinician_summary
 
@@ -104,11 +104,16 @@ def test_a_diagnosis_matches_a_consideration_by_its_names(expected, label, same)
 
 def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_path):
     """Three cards of different presentations, oracle NLU, the shipped questionnaire with plans, the real graph."""
-    cfg = {"agents": [{"name": "q", "config": str(REPO / "configs" / "default.yaml")}],
-           "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina")],
-           "simulator": {"kind": "agenda", "lexicon": str(REPO / "configs" / "simulate" / "lay_phrases.yaml")},
-           "modes": ["oracle"], "seeds": [0], "workers": 1, "output_dir": str(tmp_path / "out"),
-           "keep_sessions": False}
+    cfg = {
+        "agents": [{"name": "q", "config": str(REPO / "configs" / "default.yaml")}],
+        "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina")],
+        "simulator": {"kind": "agenda", "lexicon": str(REPO / "configs" / "simulate" / "lay_phrases.yaml")},
+        "modes": ["oracle"],
+        "seeds": [0],
+        "workers": 1,
+        "output_dir": str(tmp_path / "out"),
+        "keep_sessions": False,
+    }
     path = tmp_path / "sim.yaml"
     path.write_text(yaml.safe_dump(cfg))
     summary = run(path, progress=False)

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from agent import cmas
-from agent.data import DEFAULT_DATA_DIR
+from agent.core import cmas
+from agent.core.data import DEFAULT_DATA_DIR
 
 DIALOGS = json.loads((DEFAULT_DATA_DIR / "dialogs.json").read_text())
 UTTERANCES = [u for d in DIALOGS.values() for u in d["utterances"]]
@@ -57,7 +57,10 @@ def test_strict_rejects_unknown_check_type():
 
 def test_lenient_keeps_known_part_and_counts_extras():
     raw = [
-        {"intent": "inform", "slots": {"positive_symptom": [{"value": "fever", "colour": "red"}], "weather": [{"value": "rain"}]}},
+        {
+            "intent": "inform",
+            "slots": {"positive_symptom": [{"value": "fever", "colour": "red"}], "weather": [{"value": "rain"}]},
+        },
         {"intent": "shout"},
     ]
     res = cmas.parse_nlu_lenient(raw)
@@ -71,7 +74,13 @@ def test_lenient_keeps_known_part_and_counts_extras():
 
 
 def test_lenient_actions():
-    raw = [{"action": "inquire", "symptom": [{"value": "fever", "checks": [{"type": "onset"}, {"type": "mood"}]}], "pets": []}]
+    raw = [
+        {
+            "action": "inquire",
+            "symptom": [{"value": "fever", "checks": [{"type": "onset"}, {"type": "mood"}]}],
+            "pets": [],
+        }
+    ]
     res = cmas.parse_actions_lenient(raw)
     assert res.value == [{"action": "inquire", "symptom": [{"value": "fever", "checks": [{"type": "onset"}]}]}]
     assert set(res.extra) == {"0.symptom.0.checks.1", "0.pets"}
@@ -86,8 +95,22 @@ def test_json_schemas_bound_and_without_null():
 
 def test_slot_table_matches_paper_lists():
     sym = cmas.SLOTS["symptom"]
-    for attr in ("onset", "initiation", "duration", "severity", "progression", "frequency", "volume", "color", "itching",
-                 "lesion_size", "lesions_peel_off", "rash_swollen", "not_alleviating_aggravating_factor", "unknown_factor"):
+    for attr in (
+        "onset",
+        "initiation",
+        "duration",
+        "severity",
+        "progression",
+        "frequency",
+        "volume",
+        "color",
+        "itching",
+        "lesion_size",
+        "lesions_peel_off",
+        "rash_swollen",
+        "not_alleviating_aggravating_factor",
+        "unknown_factor",
+    ):
         assert attr in sym.attributes
     assert "respone_to" in cmas.SLOTS["medication"].attributes
     assert cmas.SLOTS["medical_test"].statuses == ("avail", "unavail", "unknown")
@@ -96,7 +119,7 @@ def test_slot_table_matches_paper_lists():
 
 
 def test_actions_are_validated_once_per_turn_and_again_when_changed():
-    from agent import cmas as c
+    from agent.core import cmas as c
 
     raw = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
     once = c.parse_actions(raw)

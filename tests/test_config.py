@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent.app.graph import build_agent
 from agent.cli import main
-from agent.graph import build_agent
 from policies.agent_config import check_agent_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from agent import data
+from agent.core import data
 
 
 def test_load_splits():
@@ -61,11 +61,17 @@ def test_osce_transcripts_parse():
     assert d.utterances and {u.speaker for u in d.utterances} == {"doctor", "patient"}
     assert [u.uttr_id for u in d.utterances] == list(range(len(d.utterances)))
     two = data.parse_osce_transcript("D: Hello.\nP: Hi,\nthere.\nP: Cough.\nD: OK", "x")
-    assert [(u.speaker, u.text) for u in two.utterances] == [("doctor", "Hello."), ("patient", "Hi, there. Cough."), ("doctor", "OK")]
+    assert [(u.speaker, u.text) for u in two.utterances] == [
+        ("doctor", "Hello."),
+        ("patient", "Hi, there. Cough."),
+        ("doctor", "OK"),
+    ]
 
 
 def test_data_stats_cli():
-    out = subprocess.run([sys.executable, "-m", "agent.cli", "data", "stats"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "data", "stats"], capture_output=True, text=True, check=True
+    )
     stats = json.loads(out.stdout)
     assert stats["dialogues"] == 2 and stats["utterances"] == 210
     assert stats["per_split"] == {"train": 1, "valid": 1}

@@ -8,9 +8,7 @@ import json
 
 import pytest
 
-from agent import cmas
-from agent.data import Utterance, load_dialogs_file, load_dialogues
-from agent.export import (
+from agent.app.export import (
     SUMMARY_TITLE,
     ExportError,
     Transcript,
@@ -19,8 +17,10 @@ from agent.export import (
     to_meditod,
     write_meditod,
 )
-from agent.safety import check_red_flags
-from agent.tracker import update_state
+from agent.core import cmas
+from agent.core.data import Utterance, load_dialogs_file, load_dialogues
+from agent.core.safety import check_red_flags
+from agent.core.tracker import update_state
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,8 @@ def test_round_trip_through_the_strict_loader_equals_gold(gold, tmp_path):
 
 @pytest.mark.parametrize("task", ["nlu", "pol"])
 def test_exported_annotations_score_perfectly_against_gold(gold, tmp_path, task):
-    from agent.data import task_examples
-    from eval.score import score
+    from agent.core.data import task_examples
+    from eval.metrics.score import score
 
     loaded = load_dialogs_file(write_meditod([transcript_of(d) for d in gold.values()], tmp_path / "dialogs.json"))
     predictions = {(ex.dialog_id, ex.uttr_id): ex.target for ex in task_examples(task, list(loaded.values()))}
@@ -91,8 +91,9 @@ def test_malformed_turns_are_refused_with_a_clear_error(turn, match):
 
 
 def test_a_live_turn_and_a_dataset_utterance_convert_both_ways(gold):
-    """One conversion each way (agent.graph_state.Turn <-> agent.data.Utterance), lossless on the annotations."""
-    from agent.graph_state import Turn
+    """One conversion each way (agent.app.graph_state.Turn <-> agent.core.data.Utterance), lossless on the
+    annotations."""
+    from agent.app.graph_state import Turn
 
     for utt in gold["317"].utterances:
         back = Turn.from_utterance(utt, at="2025-01-01T00:00:00Z").to_utterance()

@@ -2,7 +2,7 @@
 
 Each generated text is what an LLM module's model answered: it goes through the real module (``models.modules``
 ``LLMNLU`` / ``LLMPolicy``: prompt, parse, strict -> repair -> lenient, ``models.parsing``) and the real graph node
-(``agent.graph_nodes.Nodes.nlu`` with the CMAS and grounding gate, ``Nodes.policy`` with lenient action parsing),
+(``agent.app.graph_nodes.Nodes.nlu`` with the CMAS and grounding gate, ``Nodes.policy`` with lenient action parsing),
 and the node's update is serialised as the checkpointer stores it. The only fake is the model itself
 (:class:`ScriptedModel`, at the backend boundary: its answer is the input under test).
 
@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from agent import cmas
-from agent.graph_nodes import Agent, Nodes
-from agent.graph_state import InterviewState, Turn, utc_now
-from agent.ontology import default_vocabulary
-from agent.tracker import RuleTracker
+from agent.app.graph_nodes import Agent, Nodes
+from agent.app.graph_state import InterviewState, Turn, utc_now
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.tracker import RuleTracker
 from models.backends.base import GenerationResult
 from models.modules import LLMNLU, LLMPolicy
 from policies.registry import make_template_nlg

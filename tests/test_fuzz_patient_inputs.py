@@ -18,9 +18,9 @@ from collections import Counter
 import pytest
 from graph_fixtures import REPO, assert_cmas_valid
 
-from agent import cmas
-from agent.safety import MAX_PATIENT_CHARS, clean_patient_text
-from agent.sessions import SessionError, SessionStore
+from agent.app.sessions import SessionError, SessionStore
+from agent.core import cmas
+from agent.core.safety import MAX_PATIENT_CHARS, clean_patient_text
 from policies.agent_config import load_config
 
 TOTAL = 500

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from graph_fixtures import default_store
 
-from agent.safety import check_red_flags, check_text_flags
-from agent.tracker import update_state
-from eval.generalisation import PHRASINGS, run_statements, run_stories
+from agent.core.safety import check_red_flags, check_text_flags
+from agent.core.tracker import update_state
+from eval.runs.generalisation import PHRASINGS, run_statements, run_stories
 from policies.nlu.clinical import ClinicalNLU
 
 

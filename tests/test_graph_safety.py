@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from graph_fixtures import REPO, assert_cmas_valid
 
-from agent.data import Dialogue, Utterance
-from agent.export import export_session
-from agent.graph_nodes import Agent
-from agent.safety import load_rules
-from agent.sessions import SessionStore
-from agent.tracker import RuleTracker
+from agent.app.export import export_session
+from agent.app.graph_nodes import Agent
+from agent.app.sessions import SessionStore
+from agent.core.data import Dialogue, Utterance
+from agent.core.safety import load_rules
+from agent.core.tracker import RuleTracker
 from policies.nlu.gold import GoldNLU
 from policies.registry import make_questionnaire, make_template_nlg
 
@@ -102,7 +102,7 @@ class ClaimsToBeADoctor:
     """A fake model NLG whose utterance presents the agent as a clinician."""
 
     def verbalize(self, actions, ctx):
-        from agent.protocol import ModuleOutput
+        from agent.core.protocol import ModuleOutput
 
         return ModuleOutput(value="As your doctor, I can tell you it is nothing serious. " + "Any fever?",
                             raw="<model text>")

@@ -9,7 +9,7 @@ import json
 import pytest
 from graph_fixtures import REPO
 
-from eval.load_bench import LoadBenchConfig, load_config, run
+from eval.runs.load_bench import LoadBenchConfig, load_config, run
 
 
 @pytest.mark.postgres
@@ -24,7 +24,9 @@ def test_concurrent_interviews_lose_and_duplicate_nothing(tmp_path, postgres_url
     assert report["ok"]
     saved = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [r["store"] for r in saved["runs"]] == ["sqlite", "postgres"]
-    assert (tmp_path / "out" / "latency.png").stat().st_size > 0 and "| sqlite |" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "latency.png").stat().st_size > 0 and "| sqlite |" in (
+        tmp_path / "out" / "report.md"
+    ).read_text()
 
 
 def test_the_shipped_config_loads_with_paths_next_to_it():

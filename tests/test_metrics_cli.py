@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agent.cli import main
-from agent.data import DEFAULT_DATA_DIR, load_dialogues, pol_examples
+from agent.core.data import DEFAULT_DATA_DIR, load_dialogues, pol_examples
 
 DATA = str(DEFAULT_DATA_DIR)
 

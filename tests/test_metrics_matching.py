@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agent.data import Example
-from eval.lenient import score_nlu_lenient, score_pol_lenient
-from eval.matching import (
+from agent.core.data import Example
+from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
+from eval.metrics.matching import (
     LLM_PROMPT,
     ExactMatcher,
     LLMMatcher,
@@ -68,7 +68,9 @@ def test_embedding_matcher_with_real_minilm():
     pred = frame(onset="a couple of months ago", positive_characteristics=["dry cough"])
     r = score_pair(gold, pred, m)
     assert r["counts"]["non_canonical"] == {"tp": 1, "fp": 1, "fn": 1}  # onset paraphrase matched, dry != wet
-    assert m.similarity("few months ago", "a couple of months ago") >= m.threshold > m.similarity("wet cough", "dry cough")
+    assert (
+        m.similarity("few months ago", "a couple of months ago") >= m.threshold > m.similarity("wet cough", "dry cough")
+    )
 
 
 # ------------------------------------------------------------------------------------------------ llm matcher

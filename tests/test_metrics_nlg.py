@@ -1,11 +1,12 @@
-"""NLG metrics: the official BLEU (NLTK, checked by hand and against sacrebleu), ROUGE, bert-score on the real MiniLM."""
+"""NLG metrics: the official BLEU (NLTK, checked by hand and against sacrebleu), ROUGE, bert-score on the real
+MiniLM."""
 
 import math
 
 import pytest
 
-from agent.data import Example
-from eval.nlg import bertscore_f1, corpus_bleu, preprocess_text, rouge, score_nlg, tokenize
+from agent.core.data import Example
+from eval.metrics.nlg import bertscore_f1, corpus_bleu, preprocess_text, rouge, score_nlg, tokenize
 
 
 def test_tokenize_lowercases_and_splits_punctuation():

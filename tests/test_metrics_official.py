@@ -1,11 +1,11 @@
-"""The official MediTOD NLU definition (eval/official.py), hand-computed cases."""
+"""The official MediTOD NLU definition (eval/metrics/official.py), hand-computed cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent.data import Example
-from eval.official import nlu_sets, score_nlu_official
+from agent.core.data import Example
+from eval.metrics.official import nlu_sets, score_nlu_official
 
 
 def ex(i: int, gold: list[dict]) -> Example:
@@ -53,7 +53,7 @@ def test_a_dict_instead_of_a_list_is_a_format_error():
 
 # --------------------------------------------------------------------------- POL
 
-from eval.official import pol_sets, score_pol_official  # noqa: E402
+from eval.metrics.official import pol_sets, score_pol_official  # noqa: E402
 
 
 def pex(i: int, gold: list[dict], dialog: str = "d") -> Example:
@@ -91,7 +91,7 @@ def test_pol_dict_instead_of_list_is_one_action():
 
 # --------------------------------------------------------------------------- medhx score's headline
 
-from eval.score import score  # noqa: E402
+from eval.metrics.score import score  # noqa: E402
 
 
 def test_medhx_score_headline_is_official_and_the_lenient_variant_is_named_apart():
@@ -116,5 +116,7 @@ def test_medhx_score_pol_skipped_turn_in_joint_accuracy_and_precision_at_k():
     bare = [{"action": "inquire"}]
     r = score("pol", [pex(1, ASK_ONSET), pex(3, bare), pex(5, ASK_FEVER)],
               {("d", 1): ASK_ONSET, ("d", 3): bare, ("d", 5): ASK_ONSET})
-    assert r["joint_accuracy"] == pytest.approx(1 / 3) and r["lenient"]["joint_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
+    assert r["joint_accuracy"] == pytest.approx(1 / 3) and r["lenient"]["joint_accuracy"] == pytest.approx(
+        2 / 3, abs=1e-4
+    )
     assert r["precision_at_k"]["1"] == pytest.approx(2 / 3)

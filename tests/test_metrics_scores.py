@@ -9,8 +9,8 @@ import copy
 
 import pytest
 
-from agent.data import Example
-from eval.lenient import score_nlu_lenient, score_pol_lenient
+from agent.core.data import Example
+from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
 
 GOLD = [{"intent": "inform", "slots": {"positive_symptom": [
     {"value": "coughing", "onset": "two months ago", "location": ["chest"],
@@ -34,7 +34,11 @@ def score_one(pred):
 
 
 def prf(p, r, f):
-    return {"precision": pytest.approx(p, abs=1e-4), "recall": pytest.approx(r, abs=1e-4), "f1": pytest.approx(f, abs=1e-4)}
+    return {
+        "precision": pytest.approx(p, abs=1e-4),
+        "recall": pytest.approx(r, abs=1e-4),
+        "f1": pytest.approx(f, abs=1e-4),
+    }
 
 
 def test_flipped_status_loses_every_tuple():
@@ -123,7 +127,9 @@ def test_micro_average_over_turns():
     missing_attr, wrong_loc = copy.deepcopy(GOLD), copy.deepcopy(GOLD)
     del item(missing_attr)["onset"]
     item(wrong_loc)["location"] = ["throat"]
-    r = score_nlu_lenient([nlu_example(GOLD, uttr_id=1), nlu_example(GOLD, uttr_id=3)], {("d", 1): missing_attr, ("d", 3): wrong_loc})
+    r = score_nlu_lenient(
+        [nlu_example(GOLD, uttr_id=1), nlu_example(GOLD, uttr_id=3)], {("d", 1): missing_attr, ("d", 3): wrong_loc}
+    )
     # canonical: 2 + 1 TP, 1 FP, 1 FN; non-canonical: 2 + 3 TP, 1 FN
     assert r["counts"]["canonical"] == {"tp": 3, "fp": 1, "fn": 1}
     assert r["counts"]["non_canonical"] == {"tp": 5, "fp": 0, "fn": 1}

@@ -1,6 +1,6 @@
 """Unrolling NLU frames and POL actions into MediTOD's scoring tuples (hand-written expectations)."""
 
-from eval.tuples import nlu_tuples, normalize_value, pol_tuples
+from eval.metrics.tuples import nlu_tuples, normalize_value, pol_tuples
 
 COUGH_FRAME = {
     "intent": "inform",

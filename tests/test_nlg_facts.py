@@ -1,4 +1,4 @@
-"""The fact-level NLG score (eval/nlg_facts.py): facts, the doctor-utterance reader, scoring, validation.
+"""The fact-level NLG score (eval/metrics/nlg_facts.py): facts, the doctor-utterance reader, scoring, validation.
 
 Expected values are computed by hand from the fact definition; the validation test asserts the property the score
 must have (own action above another turn's, right utterance above a wrong one), with thresholds a margin below what
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.data import Example, load_dialogues, nlg_examples
-from eval.matching import ExactMatcher, Matcher
-from eval.nlg_facts import (
+from agent.core.data import Example, load_dialogues, nlg_examples
+from eval.metrics.matching import ExactMatcher, Matcher
+from eval.metrics.nlg_facts import (
     action_facts,
     default_reader,
     score_nlg_facts,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval import nlu_check
+from eval.runs import nlu_check
 
 REPO = Path(__file__).resolve().parents[1]
 OSCE = REPO / "data" / "osce_transcripts"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import TurnContext
 from policies.nlu.clinical import ClinicalNLU
 
 
@@ -165,7 +165,9 @@ def test_the_pain_is_the_pain_already_discussed_and_flu_is_history(nlu):
 
 def test_what_makes_a_symptom_go_away_is_an_alleviating_factor(nlu):
     asked = ask("symptom", "chest pain", {"type": "duration"})
-    s = slots(nlu.frames("It goes away after a few minutes of rest.", asked, {"positive_symptom": [{"value": "chest pain"}]}))
+    s = slots(
+        nlu.frames("It goes away after a few minutes of rest.", asked, {"positive_symptom": [{"value": "chest pain"}]})
+    )
     assert item(s, "positive_symptom", "chest pain")["alleviating_factor"] == ["rest"]
 
 

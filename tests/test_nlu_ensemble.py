@@ -3,7 +3,7 @@ the backend boundary, named as such); the clinical NLU is the real one."""
 
 from __future__ import annotations
 
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.nlu.ensemble import EnsembleNLU
 
 
@@ -39,7 +39,9 @@ def test_clinical_base_grounded_additions_and_clinical_status_wins():
     cough = next(it for it in slots["positive_symptom"] if it["value"] == "coughing")
     assert cough["onset"] == "two weeks ago"  # the clinical value stands
     assert cough["frequency"] == "at night"  # a grounded attribute the clinical NLU lacked is added
-    assert out.meta["disagreements"] == [{"value": "fever", "clinical": "negative_symptom", "model": "positive_symptom"}]
+    assert out.meta["disagreements"] == [
+        {"value": "fever", "clinical": "negative_symptom", "model": "positive_symptom"}
+    ]
     assert "astronaut disease" not in str(out.value)
     assert any("unrecognized_value" in v for v in out.extra.values())
     assert slots["positive_habit"] == [{"value": "smoking"}]  # added, its ungrounded frequency set aside

@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from graph_fixtures import default_store
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.sessions import SessionStore
-from eval.generalisation import find_status
+from agent.app.sessions import SessionStore
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from eval.runs.generalisation import find_status
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,10 @@ def test_a_stated_red_flag_is_raised(store, said, rule):
 
 
 def test_a_hedge_never_lowers_self_harm(store):
-    flags = {f["id"]: f["level"] for f in talk(store, "I guess sometimes I feel like I might cut myself again.").state().red_flags}
+    flags = {
+        f["id"]: f["level"]
+        for f in talk(store, "I guess sometimes I feel like I might cut myself again.").state().red_flags
+    }
     assert flags.get("self_harm") == "emergency", flags
 
 
@@ -164,7 +167,9 @@ def test_a_denial_ends_at_the_next_clause_about_the_patient(store):
 def test_a_guardian_speaking_for_the_patient_is_read_as_the_patient(store):
     """MediTOD's guide: a guardian's answers are labelled from the patient's perspective. An opening statement about
     a relative's present problem is the patient's; a family history said first stays the relatives'."""
-    session = talk(store, "My boy's been throwing up all night and he's got a rash that doesn't fade when I press a glass on it.")
+    session = talk(
+        store, "My boy's been throwing up all night and he's got a rash that doesn't fade when I press a glass on it."
+    )
     state, flags = session.state().patient_state, session.state().red_flags
     assert status_of(state, "symptom", "vomiting") == "positive", state
     assert status_of(state, "family_history", "vomiting") is None, state

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from graph_fixtures import REPO
 
-from agent.grounding import grounded_in
-from agent.ontology import default_vocabulary
-from agent.protocol import ModuleOutput
-from agent.safety import admit_frames
-from agent.sessions import SessionStore
+from agent.app.sessions import SessionStore
+from agent.core.grounding import grounded_in
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import ModuleOutput
+from agent.core.safety import admit_frames
 from policies import registry
 from policies.agent_config import load_config
 

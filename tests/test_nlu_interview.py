@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from graph_fixtures import REPO, assert_cmas_valid
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.sessions import SessionStore
+from agent.app.sessions import SessionStore
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
 from policies.agent_config import load_config
 from policies.questions import Question, answered
 

@@ -9,10 +9,10 @@ import sys
 
 from graph_fixtures import REPO
 
-from agent.data import load_dialogues, nlu_examples
-from eval.lenient import score_nlu_lenient
-from eval.predict import teacher_forced_contexts
-from eval.score import load_predictions
+from agent.core.data import load_dialogues, nlu_examples
+from eval.metrics.lenient import score_nlu_lenient
+from eval.metrics.score import load_predictions
+from eval.runs.predict import teacher_forced_contexts
 from policies.nlu.clinical import ClinicalNLU
 from policies.nlu.silver import SHARED_SOURCES, build_silver, doctor_actions, read_holdout
 
@@ -31,9 +31,27 @@ def test_teacher_forced_contexts_carry_the_gold_past():
 
 def test_medhx_predict_runs_the_clinical_nlu_and_medhx_score_reads_it(tmp_path):
     out = tmp_path / "clinical.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "predict", "--config", str(REPO / "configs" / "default.yaml"),
-                           "--task", "nlu", "--split", "valid", "--out", str(out), "--no-progress"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent.cli",
+            "predict",
+            "--config",
+            str(REPO / "configs" / "default.yaml"),
+            "--task",
+            "nlu",
+            "--split",
+            "valid",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["kind"] == "clinical" and summary["rows"] == 53
@@ -87,7 +105,7 @@ def test_silver_data_holds_no_holdout_text(tmp_path):
     dialogs = json.loads((tmp_path / "silver" / "dialogs.json").read_text())
     texts = [" ".join(u["text"].lower().split()) for d in dialogs.values() for u in d["utterances"]]
     # checked independently of the filter's own normalisation: every holdout sentence of 20+ characters, as written
-    from agent.data import load_osce
+    from agent.core.data import load_osce
 
     osce = {d.dialog_id: d for d in load_osce()}
     sentences = {" ".join(x.lower().split()) for n in read_holdout() for u in osce[n].utterances

@@ -33,7 +33,8 @@ def test_trailing_commas_removed():
 
 
 def test_single_quotes_become_json_strings_and_keep_apostrophes_and_double_quotes():
-    text = """[{'intent': 'inform', 'slots': {'positive_symptom': [{'value': 'coughing', 'onset': 'patient\\'s "two months"'}]}}]"""
+    text = ("""[{'intent': 'inform', 'slots': {'positive_symptom': [{'value': 'coughing', """
+            """'onset': 'patient\\'s "two months"'}]}}]""")
     r = parse_output("nlu", text)
     assert r.value == [{"intent": "inform", "slots": {"positive_symptom": [
         {"value": "coughing", "onset": "patient's \"two months\""}]}}]
@@ -41,7 +42,8 @@ def test_single_quotes_become_json_strings_and_keep_apostrophes_and_double_quote
 
 
 def test_truncated_output_drops_the_half_written_value_and_closes_brackets():
-    text = '[{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing", "onset": "two months ago"}, {"value": "dysp'
+    text = ('[{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing", "onset": "two months ago"}, '
+            '{"value": "dysp')
     r = parse_output("nlu", text)
     # the second item was cut mid-string: it is dropped, not kept as "dysp"
     assert r.value == GOLD_NLU
@@ -61,8 +63,10 @@ def test_lone_object_is_wrapped_in_a_list():
 
 
 def test_status_as_attribute_converted_to_prefix_form():
-    text = ('[{"intent": "inform", "slots": {"symptom": [{"value": "coughing", "status": "positive", '
-            '"onset": "two months ago"}, {"value": "fever", "status": "negative"}], "travel": [{"status": "traveled"}]}}]')
+    text = (
+        '[{"intent": "inform", "slots": {"symptom": [{"value": "coughing", "status": "positive", '
+        '"onset": "two months ago"}, {"value": "fever", "status": "negative"}], "travel": [{"status": "traveled"}]}}]'
+    )
     expected = [{"intent": "inform", "slots": {
         "travel": [{"status": "traveled"}],
         "positive_symptom": [{"value": "coughing", "onset": "two months ago"}],

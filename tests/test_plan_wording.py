@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 from policy_driver import run_interview
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import TurnContext
 from policies.presentations import Ask, Plan, default_plans
 from policies.questionnaire import PLAN_GROUP, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import Question, questions_of, to_actions
@@ -29,7 +29,9 @@ CONFIG = load_questionnaire_config()
 POLICY = QuestionnairePolicy(dataclasses.replace(CONFIG, plans=PLANS))
 NLG = make_template_nlg({})
 LEX = NLG.lex
-LATER = TurnContext(turns=[("doctor", "..."), ("patient", "...")], past_actions=[[{"action": "nod_prompt_salutations"}]])
+LATER = TurnContext(
+    turns=[("doctor", "..."), ("patient", "...")], past_actions=[[{"action": "nod_prompt_salutations"}]]
+)
 PARTS = ("characterise", "red_flag_screen", "associated", "risk_factors", "interview")
 MAX_CHARS = 200
 
@@ -190,7 +192,9 @@ def plural(term: str) -> bool:
     """Whether a patient-facing name is plural: its head noun (before a qualifier: "problems passing urine", "changes
     in your bowel movements") ends in -s but not -ss/-us/-is ("weakness", "tinnitus", "haemoptysis")."""
     bare = re.sub(r"\s*\([^)]*\)", "", term).strip().casefold()
-    head = re.split(r" (?:or|and|in|on|of|to|at|from|when|that|with|passing|keeps?|up|after|during|like|such) ", bare)[0]
+    head = re.split(r" (?:or|and|in|on|of|to|at|from|when|that|with|passing|keeps?|up|after|during|like|such) ", bare)[
+        0
+    ]
     word = head.split()[-1] if head.split() else ""
     number = getattr(LEX, "number", {}) or {}
     if word in number:
@@ -246,9 +250,9 @@ def problems(questions: list[Question], actions: list[dict], text: str) -> list[
         out.append(f"'any' before an article or a verb: {m.group(0)!r}")
     if m := re.search(r"\b(?:do|does|did) (?:you|they|it) \w+ed\b", low):
         out.append(f"tense: {m.group(0)!r}")
-    if m := re.search(r"diagnosed with ([^?.,]*)", low):
-        if set(re.findall(r"[a-z-]+", m.group(1))) & EVENTS or re.match(r"an? ", m.group(1)):
-            out.append(f"an event or activity asked as a diagnosis: {m.group(0)!r}")
+    if (m := re.search(r"diagnosed with ([^?.,]*)", low)) and (
+            set(re.findall(r"[a-z-]+", m.group(1))) & EVENTS or re.match(r"an? ", m.group(1))):
+        out.append(f"an event or activity asked as a diagnosis: {m.group(0)!r}")
 
     # a place is said once
     places = list(PLACE.finditer(low))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.hybrid import HybridPolicy
 from policies.model import ModelPolicy
 from policies.nlg_fallback import FallbackNLG
@@ -76,7 +76,9 @@ def test_fake_model_with_a_new_valid_question_is_used(questionnaire):
         ([{"action": "inquire", "symptom": [{"value": "fever"}]}], None, "already_asked: symptom/fever"),
     ],
 )
-def test_fake_model_output_that_cannot_be_used_falls_back_to_the_questionnaire(questionnaire, value, format_error, reason):
+def test_fake_model_output_that_cannot_be_used_falls_back_to_the_questionnaire(
+    questionnaire, value, format_error, reason
+):
     out = hybrid(questionnaire, value, format_error).next_actions(CTX)
     assert out.meta["fallback"].startswith(reason), out.meta["fallback"]
     assert out.meta["source"] == "questionnaire"
@@ -88,7 +90,9 @@ def test_a_farewell_after_the_opening_or_a_diagnosis_closes_the_interview(questi
     out = hybrid(questionnaire, [{"action": "nod_prompt_salutations"}]).next_actions(CTX)
     assert cmas.closing_reason(out.value, after_opening=True) == "farewell"
     assert cmas.closing_reason(out.value, after_opening=False) is None  # the greeting
-    assert cmas.closing_reason([{"action": "diagnosis", "disease": [{"value": "flu"}]}], after_opening=True) == "diagnosis"
+    assert (
+        cmas.closing_reason([{"action": "diagnosis", "disease": [{"value": "flu"}]}], after_opening=True) == "diagnosis"
+    )
     assert cmas.closing_reason([{"action": "inquire", "symptom": [{"value": "fever"}]}], after_opening=True) is None
 
 

@@ -9,10 +9,10 @@ import pytest
 from policy_driver import ctx_of
 from policy_driver import run_interview as drive
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.ontology import find_item
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.core.ontology import find_item
+from agent.core.protocol import TurnContext
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import questions_of
 from policies.template_nlg import TemplateNLG
@@ -102,8 +102,13 @@ def scripted_answers(questions) -> dict:
         elif q.base == "basic_information":
             slots.setdefault("basic_information", [{}])[0][q.value] = {"age": "45", "sex": "female"}[q.value]
         elif q.base in ("travel", "occupation", "residence"):
-            slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "desk job", "status": "true"},
-                              "residence": {"value": "flat", "status": "living"}}[q.base]]
+            slots[q.base] = [
+                {
+                    "travel": {"status": "not_traveled"},
+                    "occupation": {"value": "desk job", "status": "true"},
+                    "residence": {"value": "flat", "status": "living"},
+                }[q.base]
+            ]
         else:
             item = {"value": q.value, **({"location": list(q.values)} if q.check == "location" else {})}
             slots.setdefault(f"negative_{q.base}", []).append(item)
@@ -118,9 +123,21 @@ def test_whole_interview_order_on_a_scripted_state_evolution(policy):
     cough = {"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}]}
     state, past, stages, texts = run_interview(policy, scripted_answers, first_state=cough)
     order = [s for i, s in enumerate(stages) if i == 0 or s != stages[i - 1]]
-    assert order == ["greeting", "hpi", "associated_symptoms", "review_of_systems", "basic_information", "past_medical_history",
-                     "medications", "allergies_exposures", "family_history", "habits", "social_history",
-                     "wrap_up", "close"]
+    assert order == [
+        "greeting",
+        "hpi",
+        "associated_symptoms",
+        "review_of_systems",
+        "basic_information",
+        "past_medical_history",
+        "medications",
+        "allergies_exposures",
+        "family_history",
+        "habits",
+        "social_history",
+        "wrap_up",
+        "close",
+    ]
     # the chief complaint's attributes, three turns of two, in hpi.checks order (onset was volunteered)
     hpi = [questions_of(a) for a, s in zip(past, stages, strict=True) if s == "hpi"]
     assert [[q.check for q in qs] for qs in hpi] == [
@@ -292,5 +309,7 @@ def test_one_question_per_turn_when_configured(tmp_path):
     cfg.write_text("questions_per_turn: 1\nhpi: {checks: [onset, severity]}\n"
                    "systems: {resp: [coughing, dyspnea]}\ndefault_review: [resp]\n")
     pol = QuestionnairePolicy(load_questionnaire_config(cfg))
-    out = pol.next_actions(ctx_of({"positive_symptom": [{"value": "coughing"}]}, [[{"action": "nod_prompt_salutations"}]]))
+    out = pol.next_actions(
+        ctx_of({"positive_symptom": [{"value": "coughing"}]}, [[{"action": "nod_prompt_salutations"}]])
+    )
     assert out.value == [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues
-from agent.protocol import TurnContext
-from agent.safety import claims_clinician
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.core.protocol import TurnContext
+from agent.core.safety import claims_clinician
 from policies.template_nlg import FAREWELL, GREETING, TemplateNLG
 
 OPENING = TurnContext()
@@ -92,8 +92,10 @@ def test_hand_written_expectations(nlg):
     assert say(nlg, [{"action": "inquire", "habit": [{"value": "smoking"}, {"value": "alcohol abuse"},
                                                        {"value": "marijuana use"}]}]) == \
         "Do you smoke, drink alcohol or use marijuana?"
-    assert say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}]) == \
-        "Has salbutamol (albuterol) helped?"
+    assert (
+        say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}])
+        == "Has salbutamol (albuterol) helped?"
+    )
     assert say(nlg, [{"action": "inquire", "symptom": [{"value": "all", "checks": [{"type": "progression"}]}]}]) == \
         "Have your symptoms been getting better, getting worse, or staying the same?"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.data import load_dialogues
-from agent.ontology import VocabularyError, default_vocabulary, load_ontology, load_vocabulary
+from agent.core.data import load_dialogues
+from agent.core.ontology import VocabularyError, default_vocabulary, load_ontology, load_vocabulary
 
 
 def test_ontology_codes_per_slot_type():
@@ -29,9 +29,15 @@ def test_dataset_values_resolve_to_ontology_codes():
 
 def test_every_symptom_value_of_the_shared_dialogues_is_known():
     vocab = default_vocabulary()
-    values = {(name.split("_", 1)[1] if name.split("_", 1)[0] in ("positive", "negative", "unknown") else name, it["value"])
-              for d in load_dialogues() for u in d.utterances for f in u.nlu or [] for name, its in (f.get("slots") or {}).items()
-              for it in its if "value" in it}
+    values = {
+        (name.split("_", 1)[1] if name.split("_", 1)[0] in ("positive", "negative", "unknown") else name, it["value"])
+        for d in load_dialogues()
+        for u in d.utterances
+        for f in u.nlu or []
+        for name, its in (f.get("slots") or {}).items()
+        for it in its
+        if "value" in it
+    }
     unknown = sorted(v for base, v in values if base == "symptom" and not vocab.known("symptom", v))
     assert unknown == []
 

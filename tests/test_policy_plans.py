@@ -11,9 +11,9 @@ import json
 import pytest
 from policy_driver import ctx_of, run_interview
 
-from agent import cmas
-from agent.ontology import find_item
-from agent.tracker import update_state
+from agent.core import cmas
+from agent.core.ontology import find_item
+from agent.core.tracker import update_state
 from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import Question, answered, questions_of, to_actions
@@ -49,8 +49,13 @@ def denies(questions) -> dict:
         if q.base == "basic_information":
             slots.setdefault("basic_information", [{}])[0][q.value] = {"age": "58", "sex": "male"}[q.value]
         elif q.base in cmas.RECORD_SLOTS:
-            slots[q.base] = [{"travel": {"status": "not_traveled"}, "occupation": {"value": "teacher", "status": "true"},
-                              "residence": {"value": "house", "status": "living"}}[q.base]]
+            slots[q.base] = [
+                {
+                    "travel": {"status": "not_traveled"},
+                    "occupation": {"value": "teacher", "status": "true"},
+                    "residence": {"value": "house", "status": "living"},
+                }[q.base]
+            ]
         elif q.screening:
             slots.setdefault(f"negative_{q.base}", []).append(
                 {"value": q.value, **({"location": list(q.values)} if q.values else {})})
@@ -255,7 +260,9 @@ def test_a_no_to_a_located_screen_does_not_erase_the_complaint(with_plans):
     state = {"positive_symptom": [{"value": "pain", "location": ["lower back"], "onset": "3 days ago"}]}
     ctx = ctx_of(state, [[{"action": "nod_prompt_salutations"}]])
     plan = with_plans.plan_for(ctx)
-    located = [c.question for c in with_plans.open_questions(ctx, plan) if c.question.value == "pain" and c.question.values]
+    located = [
+        c.question for c in with_plans.open_questions(ctx, plan) if c.question.value == "pain" and c.question.values
+    ]
     assert plan.id == "back_pain" and located
     q = located[0]
     after = update_state(state, [{"intent": "inform", "slots": {"negative_symptom": [
@@ -270,7 +277,7 @@ def test_the_shipped_config_turns_the_plans_on():
 
 
 def test_with_plans_never_asks_what_the_gold_states_answer_nor_what_gold_doctors_asked(with_plans):
-    from agent.data import load_dialogues
+    from agent.core.data import load_dialogues
 
     checked = 0
     for d in load_dialogues():

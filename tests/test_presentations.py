@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent import cmas
-from agent.ontology import default_vocabulary
-from agent.safety import default_rules
-from eval.cases import PRESENTATIONS
+from agent.core import cmas
+from agent.core.ontology import default_vocabulary
+from agent.core.safety import default_rules
+from eval.runs.cases import PRESENTATIONS
 from policies.presentations import DEFAULT_DIR, MAX_GROUP, PlanError, choose_plan, load_plan, load_plans
 
 IDS = {"cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache", "weakness_numbness",

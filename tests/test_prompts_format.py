@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, task_examples
-from agent.protocol import TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues, task_examples
+from agent.core.protocol import TurnContext
 from models import prompts
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -47,7 +47,10 @@ def test_supervised_pol_prompt_content(tokenizer, dialogues):
     ex = task_examples("pol", dialogues)[5]
     user = prompts.build_messages(ex)[1]["content"]
     assert user.startswith("[dialogue history]\ndoctor: OK, and how much sputum")
-    assert "[last turn]\ndoctor: OK um. And have you noticed any blood?\npatient: No, um I haven't noticed any blood." in user
+    assert (
+        "[last turn]\ndoctor: OK um. And have you noticed any blood?\npatient: No, um I haven't noticed any blood."
+        in user
+    )
     state_json = user.split("[patient state]\n", 1)[1]
     assert json.loads(state_json) == ex.state
     assert prompts.target_text(ex) == cmas.dumps(ex.target)

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from agent import cmas
-from agent.data import load_dialogues, task_examples
-from agent.protocol import NLG, NLU, ModuleOutput, Policy, TurnContext
+from agent.core import cmas
+from agent.core.data import load_dialogues, task_examples
+from agent.core.protocol import NLG, NLU, ModuleOutput, Policy, TurnContext
 from models import prompts
 from models.backends.base import GenerationRequest, GenerationResult
 from models.modules import LLMNLG, LLMNLU, LLMPolicy, predict
@@ -35,7 +35,9 @@ def valid_dialogue():
 def _ctx(dialogue, upto: int) -> TurnContext:
     utts = dialogue.utterances[:upto]
     last_patient = next((u for u in reversed(utts) if u.speaker == "patient"), None)
-    return TurnContext(turns=[(u.speaker, u.text) for u in utts], state=(last_patient.dialog_state or {}) if last_patient else {})
+    return TurnContext(
+        turns=[(u.speaker, u.text) for u in utts], state=(last_patient.dialog_state or {}) if last_patient else {}
+    )
 
 
 def _check_consistent(module, out: ModuleOutput, example) -> None:

@@ -9,7 +9,7 @@ import yaml
 from graph_fixtures import REPO
 
 from agent.cli import main
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models import prompts
 from models.modules import load_tokenizer
 
@@ -28,7 +28,12 @@ def test_predict_then_score(tiny_model_dir, tiny_adapters, tmp_path, capsys):
     assert main(["predict", "--config", str(cfg), "--task", "nlu", "--split", "valid", "--limit", "3",
                  "--out", str(out), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["rows"], summary["adapter"], summary["mode"], summary["parse"]["total"]) == (3, "nlu", "supervised", 3)
+    assert (summary["rows"], summary["adapter"], summary["mode"], summary["parse"]["total"]) == (
+        3,
+        "nlu",
+        "supervised",
+        3,
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["uttr_id"] for r in rows] == [1, 3, 5] and {r["dialog_id"] for r in rows} == {"317"}
 

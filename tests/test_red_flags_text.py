@@ -8,32 +8,46 @@ import pytest
 import yaml
 from graph_fixtures import REPO, default_store
 
-from agent.safety import check_text_flags, default_rules
-from agent.sessions import SessionStore
+from agent.app.sessions import SessionStore
+from agent.core.safety import check_text_flags, default_rules
 
 CASES = {
-    "chest_pain_with_dyspnea": (["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
-                                "I have no chest pain and I'm not short of breath."),
-    "chest_pain_with_syncope_or_palpitations": (["I had chest pain and then I passed out.",
-                                                 "Chest pain, and my heart is racing."],
-                                                "No chest pain, and I have never fainted."),
-    "hemoptysis": (["I've been coughing up blood.", "There was blood in my phlegm this morning."],
-                   "No blood in my sputum."),
+    "chest_pain_with_dyspnea": (
+        ["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
+        "I have no chest pain and I'm not short of breath.",
+    ),
+    "chest_pain_with_syncope_or_palpitations": (
+        ["I had chest pain and then I passed out.", "Chest pain, and my heart is racing."],
+        "No chest pain, and I have never fainted.",
+    ),
+    "hemoptysis": (
+        ["I've been coughing up blood.", "There was blood in my phlegm this morning."],
+        "No blood in my sputum.",
+    ),
     "syncope": (["I passed out yesterday.", "I fainted at work."], "I've never fainted."),
-    "suicidal_ideation": (["Sometimes I want to die.", "I've thought about ending my life."],
-                          "I don't want to hurt myself."),
-    "stridor_or_choking": (["There's a high-pitched breathing noise when I breathe in.", "I feel like I'm choking."],
-                           "No choking."),
+    "suicidal_ideation": (
+        ["Sometimes I want to die.", "I've thought about ending my life."],
+        "I don't want to hurt myself.",
+    ),
+    "stridor_or_choking": (
+        ["There's a high-pitched breathing noise when I breathe in.", "I feel like I'm choking."],
+        "No choking.",
+    ),
     "gastrointestinal_bleeding": (["I've been vomiting blood.", "I've had black stools."], "No blood in my stool."),
-    "stroke_signs": (["My face is drooping on one side.", "I'm slurring my words."],
-                     "No slurred speech and no face drooping."),
+    "stroke_signs": (
+        ["My face is drooping on one side.", "I'm slurring my words."],
+        "No slurred speech and no face drooping.",
+    ),
     "seizure": (["I had a seizure last week.", "I've been having fits."], "I've never had a seizure."),
-    "fever_with_confusion": (["I have a fever and I'm confused.", "I've had a high temperature and I feel confused."],
-                             "No fever and I'm not confused."),
+    "fever_with_confusion": (
+        ["I have a fever and I'm confused.", "I've had a high temperature and I feel confused."],
+        "No fever and I'm not confused.",
+    ),
     "severe_dyspnea": (["I'm short of breath, it's 9 out of 10.", "I can't breathe."], "I'm not short of breath."),
-    "weight_loss_with_hemoptysis_or_night_sweats": (["I've lost weight and I've had night sweats.",
-                                                     "I'm losing weight and coughing up blood."],
-                                                    "I haven't lost weight and no night sweats."),
+    "weight_loss_with_hemoptysis_or_night_sweats": (
+        ["I've lost weight and I've had night sweats.", "I'm losing weight and coughing up blood."],
+        "I haven't lost weight and no night sweats.",
+    ),
 }
 
 

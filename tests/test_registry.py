@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.protocol import ModuleOutput, TurnContext
-from agent.tracker import RuleTracker
+from agent.core.protocol import ModuleOutput, TurnContext
+from agent.core.tracker import RuleTracker
 from policies import registry
 from policies.agent_config import load_config
 from policies.hybrid import HybridPolicy
@@ -62,8 +62,10 @@ def test_the_state_tracker_is_a_module_with_its_list_semantics():
     default = registry.Builder({}).build("dst")  # no dst section: the rule tracker, MediTOD's replace semantics
     assert isinstance(default, RuleTracker) and default.list_merge == "replace"
     union = build("dst", {"kind": "rule", "list_merge": "union"})
-    state = union.update({"positive_symptom": [{"value": "pain", "location": ["chest"]}]},
-                         [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["arm"]}]}}])
+    state = union.update(
+        {"positive_symptom": [{"value": "pain", "location": ["chest"]}]},
+        [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["arm"]}]}}],
+    )
     assert state["positive_symptom"][0]["location"] == ["chest", "arm"]
     with pytest.raises(ValueError, match="list_merge"):
         build("dst", {"kind": "rule", "list_merge": "append"})
@@ -76,7 +78,7 @@ def test_a_researchers_module_plugs_in_by_dotted_path(tmp_path):
     # ... and runs a real interview through the graph and a SQLite session
     from graph_fixtures import REPO
 
-    from agent.sessions import SessionStore
+    from agent.app.sessions import SessionStore
 
     cfg = load_config(REPO / "configs" / "default.yaml")
     cfg["session"]["dir"] = str(tmp_path)

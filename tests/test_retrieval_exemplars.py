@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models.retrieval import ExemplarIndex, cache_key, default_encoder_path
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent import cmas
-from agent.safety import admit_frames, apply_patient_turn, clean_patient_text, injection_markers
+from agent.core import cmas
+from agent.core.safety import admit_frames, apply_patient_turn, clean_patient_text, injection_markers
 
 
 def test_only_cmas_valid_frames_reach_the_state():
@@ -54,7 +54,7 @@ def test_injection_markers_are_reported():
 
 
 def test_vocabulary_gate_sets_aside_invented_medical_values():
-    from agent.ontology import default_vocabulary
+    from agent.core.ontology import default_vocabulary
 
     raw = [{"intent": "inform", "slots": {
         "positive_symptom": [{"value": "no symptom"}, {"value": "coughing", "onset": "two weeks ago"}],

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agent.data import load_dialogues
-from agent.ontology import default_vocabulary
-from agent.safety import DISCLAIMER, RuleError, check_red_flags, claims_clinician, load_rules
-from agent.tracker import update_state
+from agent.core.data import load_dialogues
+from agent.core.ontology import default_vocabulary
+from agent.core.safety import DISCLAIMER, RuleError, check_red_flags, claims_clinician, load_rules
+from agent.core.tracker import update_state
 from policies.template_nlg import FAREWELL, GREETING
 
 

@@ -188,20 +188,21 @@ def test_errors_name_status_and_lengths_and_keep_model_output_for_debug_logs(fak
     output = f"The patient says: {PATIENT_TEXT}"
     url = fake_vllm([(200, {}, {"choices": [{"txt": output}]}, 0.0)])  # malformed: no "text"
     with VLLMServerBackend(url=url, model="base", deadline_s=5.0) as backend:
-        with caplog.at_level(logging.INFO, logger="models.backends.vllm_server"):
-            with pytest.raises(BackendError, match=r"malformed completion response \(\d+ bytes, KeyError\)") as err:
-                backend.generate([GenerationRequest(PATIENT_TEXT)])
+        with caplog.at_level(logging.INFO, logger="models.backends.vllm_server"), \
+                pytest.raises(BackendError, match=r"malformed completion response \(\d+ bytes, KeyError\)") as err:
+            backend.generate([GenerationRequest(PATIENT_TEXT)])
         assert PATIENT_TEXT not in str(err.value) and PATIENT_TEXT not in caplog.text  # not at INFO
         caplog.clear()
-        with caplog.at_level(logging.DEBUG, logger="models.backends.vllm_server"):
-            with pytest.raises(BackendError):
-                backend.generate([GenerationRequest(PATIENT_TEXT)])
+        with caplog.at_level(logging.DEBUG, logger="models.backends.vllm_server"), pytest.raises(BackendError):
+            backend.generate([GenerationRequest(PATIENT_TEXT)])
         assert PATIENT_TEXT in caplog.text  # details only behind DEBUG
 
 
 def test_an_unreachable_server_fails_within_the_deadline():
     url = f"http://127.0.0.1:{free_port()}"
-    with make_backend({"kind": "vllm-server", "url": url, "model": "m", "deadline_s": 1.5, "backoff_s": 0.05}) as backend:
+    with make_backend(
+        {"kind": "vllm-server", "url": url, "model": "m", "deadline_s": 1.5, "backoff_s": 0.05}
+    ) as backend:
         start = time.monotonic()
         with pytest.raises(BackendError, match=rf"vLLM server at {url} unreachable or failing after \d+ attempts "
                                                r"in 1\.\ds \(deadline 1\.5s\): ConnectError"):
@@ -218,7 +219,9 @@ def test_a_server_serving_other_models_is_refused_saying_what_it_serves(fake_vll
         ensure_server(want, url, timeout_s=5)
     message = str(err.value)
     assert f"the vLLM server at {url} serves base model other-base with adapters nlu=/elsewhere/nlu" in message
-    assert f"wanted base model {tmp_path / 'base'} with adapters nlu={tmp_path / 'nlu'}, pol={tmp_path / 'pol'}" in message
+    assert (
+        f"wanted base model {tmp_path / 'base'} with adapters nlu={tmp_path / 'nlu'}, pol={tmp_path / 'pol'}" in message
+    )
     assert f"adapter 'nlu' comes from /elsewhere/nlu, not {tmp_path / 'nlu'}" in message
     assert "adapter 'pol' is not served" in message and "medhx serve stop --port" in message
 
@@ -236,7 +239,10 @@ def test_serve_config_is_typed_and_relative_paths_follow_the_config_file(tmp_pat
     assert config.adapters == {"nlu": str(tmp_path / "adapters" / "nlu"), "pol": None}
     assert config.adapter_paths == {"nlu": str(tmp_path / "adapters" / "nlu")}
     assert config.log_file == str(conf / "logs" / "vllm.log")
-    assert check_serve_config({"model": "meta-llama/Meta-Llama-3-8B-Instruct"}).model == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert (
+        check_serve_config({"model": "meta-llama/Meta-Llama-3-8B-Instruct"}).model
+        == "meta-llama/Meta-Llama-3-8B-Instruct"
+    )
     with pytest.raises(ValueError, match=r"unknown serve config keys \['prot'\]"):
         check_serve_config({"prot": 1})
     with pytest.raises(ValueError, match=r"serve config: port: Input should be less than or equal to 65535"):
@@ -257,9 +263,9 @@ def test_the_endpoint_lock_admits_one_process_at_a_time(tmp_path, monkeypatch):
         cwd=REPO, env=medhx_env(MEDHX_CACHE=str(tmp_path)), stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(BackendError, match="another medhx process is starting or stopping the vLLM server"):
-            with endpoint_lock(endpoint, 0.5):
-                pass
+        with pytest.raises(BackendError, match="another medhx process is starting or stopping the vLLM server"), \
+                endpoint_lock(endpoint, 0.5):
+            pass
         start = time.monotonic()
         with endpoint_lock(endpoint, 10):  # granted once the holder exits
             assert time.monotonic() - start < 5
@@ -386,7 +392,9 @@ def test_four_cold_clients_share_one_detached_server_that_only_serve_stop_ends(
         assert not pid_alive(state.pid) and read_state(endpoint) is None
         assert _serve("status", "--config", str(serve_yaml), env=env).returncode == 1
         start = time.monotonic()
-        with pytest.raises(BackendError, match=rf"vLLM server at {url} is starting \(pid \d+\) and was not ready within"):
+        with pytest.raises(
+            BackendError, match=rf"vLLM server at {url} is starting \(pid \d+\) and was not ready within"
+        ):
             backend.generate([GenerationRequest("Hi.", max_tokens=4)])
         assert time.monotonic() - start < 8.0
         backend.close()

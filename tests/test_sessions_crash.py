@@ -28,7 +28,7 @@ from graph_fixtures import (
     write_config,
 )
 
-from agent.sessions import SessionStore
+from agent.app.sessions import SessionStore
 
 LINES = patient_lines("115", 5)
 KILL_TURN = 3  # the third patient utterance is in flight when the process dies

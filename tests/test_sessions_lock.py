@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from graph_fixtures import REPO, gold_config, medhx_cmd, medhx_env, patient_lines, stalled_config, write_config
 
-from agent.checkpoints import SessionBusy, StoreSettings, default_data_dir
-from agent.sessions import SessionStore
+from agent.app.checkpoints import SessionBusy, StoreSettings, default_data_dir
+from agent.app.sessions import SessionStore
 
 LINES = patient_lines("115", 2)
 

@@ -11,11 +11,11 @@ import json
 import pytest
 from graph_fixtures import assert_cmas_valid, gold_config, patient_lines, run_medhx, transcript, write_config
 
-from agent.data import load_dialogs_file, load_dialogues, task_examples
-from agent.export import export_session
-from agent.graph import build_agent
-from agent.sessions import SessionError, SessionNotFound, SessionStore
-from eval.score import gold_predictions, score
+from agent.app.export import export_session
+from agent.app.graph import build_agent
+from agent.app.sessions import SessionError, SessionNotFound, SessionStore
+from agent.core.data import load_dialogs_file, load_dialogues, task_examples
+from eval.metrics.score import gold_predictions, score
 
 LINES = patient_lines("115", 6)
 
@@ -150,7 +150,9 @@ def test_invalid_review_decision_changes_nothing(tmp_path):
         with pytest.raises(ValueError, match="colour"):
             s.review({"state_patch": {"positive_symptom": [{"value": "coughing", "colour": "red"}]}})
         with pytest.raises(ValueError, match="unknown check type"):
-            s.review({"replace_actions": [{"action": "inquire", "symptom": [{"value": "x", "checks": [{"type": "zz"}]}]}]})
+            s.review(
+                {"replace_actions": [{"action": "inquire", "symptom": [{"value": "x", "checks": [{"type": "zz"}]}]}]}
+            )
         with pytest.raises(ValueError, match="needs one of"):
             s.review({})
         with pytest.raises(SessionError, match="awaits clinician review"):

@@ -16,13 +16,13 @@ import pytest
 import yaml
 from graph_fixtures import REPO, assert_cmas_valid, medhx_env, run_medhx
 
-from agent import cmas
 from agent.cli import main as medhx_main
-from agent.data import load_dialogues
-from agent.ontology import default_vocabulary
-from agent.protocol import TurnContext
-from agent.safety import MAX_PATIENT_CHARS, check_red_flags
-from eval.cases import (
+from agent.core import cmas
+from agent.core.data import load_dialogues
+from agent.core.ontology import default_vocabulary
+from agent.core.protocol import TurnContext
+from agent.core.safety import MAX_PATIENT_CHARS, check_red_flags
+from eval.runs.cases import (
     PRESENTATIONS,
     CaseCard,
     CaseError,
@@ -33,9 +33,9 @@ from eval.cases import (
     state_facts,
     supported,
 )
-from eval.simulate import ResultsFile, prepare, run
-from eval.simulate_metrics import coverage_counts, precision, rates
-from eval.simulators import (
+from eval.runs.simulate import ResultsFile, prepare, run
+from eval.runs.simulate_metrics import coverage_counts, precision, rates
+from eval.runs.simulators import (
     AgendaSimulator,
     ClinicalJudge,
     DoctorTurn,
@@ -259,12 +259,12 @@ def test_medhx_simulate_json_resumes_and_recomputes_a_bad_line(tmp_path):
         assert (run_dir / name).stat().st_size > 0
     assert "| default | oracle |" in (run_dir / "report.md").read_text()
     # every stored interview is a real session, strict CMAS throughout
-    from agent.sessions import SessionStore
+    from agent.app.sessions import SessionStore
 
     sessions = run_dir / "sessions" / "default-oracle-w0"
     with SessionStore({"nlu": {"kind": "clinical"}, "policy": {"kind": "questionnaire"}, "nlg": {"kind": "template"},
                        "session": {"store": "sqlite", "dir": str(sessions)}}) as store:
-        from agent.sessions import Session
+        from agent.app.sessions import Session
 
         some = [i for i in store.list_sessions()]
         assert some and all(i.status in ("closed", "budget_reached") for i in some)
@@ -429,7 +429,7 @@ def test_simulated_interviews_on_the_vllm_server(tmp_path, vllm_server, tiny_mod
     e2e = [t for r in rec if r["mode"] == "end_to_end" for t in r["transcript"] if t["speaker"] == "patient"]
     assert e2e and all(t["simulator"]["simulator"] == "llm" and t["simulator"]["attempts"] for t in e2e)
     assert summary["overall"]["coverage"]["counts"]["overall"][1] > 0
-    from agent.sessions import Session, SessionStore
+    from agent.app.sessions import Session, SessionStore
 
     with SessionStore({**agent, "session": {"store": "sqlite", "dir": str(tmp_path / "run" / "sessions" /
                                                                         "llm-nlu-end_to_end-w0")}}) as store:

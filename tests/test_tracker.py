@@ -2,8 +2,8 @@ import json
 import subprocess
 import sys
 
-from agent.data import load_dialogues
-from agent.tracker import replay, update_state
+from agent.core.data import load_dialogues
+from agent.core.tracker import replay, update_state
 
 
 def test_status_change_moves_item_and_keeps_attributes():
@@ -15,15 +15,28 @@ def test_status_change_moves_item_and_keeps_attributes():
 
 def test_scalar_overwrites_and_lists_replace_or_union():
     state = {"positive_symptom": [{"value": "pain", "onset": "a week ago", "location": ["chest"]}]}
-    frame = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "onset": "two weeks ago", "location": ["back"]}]}}]
-    assert update_state(state, frame) == {"positive_symptom": [{"value": "pain", "onset": "two weeks ago", "location": ["back"]}]}
+    frame = [
+        {
+            "intent": "inform",
+            "slots": {"positive_symptom": [{"value": "pain", "onset": "two weeks ago", "location": ["back"]}]},
+        }
+    ]
+    assert update_state(state, frame) == {
+        "positive_symptom": [{"value": "pain", "onset": "two weeks ago", "location": ["back"]}]
+    }
     assert update_state(state, frame, "union")["positive_symptom"][0]["location"] == ["chest", "back"]
 
 
 def test_record_slots_update_single_record():
     state = {"residence": [{"value": "house", "status": "living"}]}
-    new = update_state(state, [{"intent": "inform", "slots": {"residence": [{"household_size": "3"}], "basic_information": [{"age": "60"}]}}])
-    assert new == {"residence": [{"value": "house", "status": "living", "household_size": "3"}], "basic_information": [{"age": "60"}]}
+    new = update_state(
+        state,
+        [{"intent": "inform", "slots": {"residence": [{"household_size": "3"}], "basic_information": [{"age": "60"}]}}],
+    )
+    assert new == {
+        "residence": [{"value": "house", "status": "living", "household_size": "3"}],
+        "basic_information": [{"age": "60"}],
+    }
 
 
 def test_chit_chat_leaves_state():
@@ -40,6 +53,8 @@ def test_replay_gold_meets_acceptance():
 
 
 def test_track_cli():
-    out = subprocess.run([sys.executable, "-m", "agent.cli", "track", "--split", "all"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "track", "--split", "all"], capture_output=True, text=True, check=True
+    )
     res = json.loads(out.stdout)
     assert res["turns"] == 104 and res["exact_match"] == 1.0 and res["mismatches"] == []

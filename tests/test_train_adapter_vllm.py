@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models import prompts
 from models.backends import GenerationRequest, make_backend
 from models.modules import predict
@@ -33,7 +33,9 @@ def test_trained_adapter_serves_on_vllm_like_on_hf(vllm_server, tiny_model_dir, 
     assert "added successfully" in load_adapter(vllm_server, "trained_nlu", trained_adapter)
     try:
         server = make_backend({"kind": "vllm-server", "url": vllm_server})
-        hf = make_backend({"kind": "hf", "model": str(tiny_model_dir), "adapters": {"trained_nlu": str(trained_adapter)}})
+        hf = make_backend(
+            {"kind": "hf", "model": str(tiny_model_dir), "adapters": {"trained_nlu": str(trained_adapter)}}
+        )
         try:
             examples = task_examples("nlu", load_dialogues(split="valid"))[:6]
             # constrained decoding on the server: every output strictly schema-valid, no repair needed

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.data import load_dialogues, task_examples
+from agent.core.data import load_dialogues, task_examples
 from models.train import TrainConfig, build_features, group_loss, load_config, peft_config, plan_steps, train
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from graph_fixtures import REPO, assert_cmas_valid, gold_config, patient_lines, stalled_config, transcript
 
-from agent import safety
-from agent.graph_state import InterviewState, Turn
-from agent.protocol import TurnContext
-from agent.sessions import SessionStore
+from agent.app.graph_state import InterviewState, Turn
+from agent.app.sessions import SessionStore
+from agent.core import safety
+from agent.core.protocol import TurnContext
 from policies.agent_config import load_config
 
 DEADLINE = 2.0

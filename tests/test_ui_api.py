@@ -20,7 +20,7 @@ from starlette.routing import Mount, WebSocketRoute
 from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, running_console, write_preset
 from vllm_fixtures import free_port
 
-from agent.data import load_dialogs_file, load_dialogues
+from agent.core.data import load_dialogs_file, load_dialogues
 from policies.agent_config import load_config
 from ui.auth import COOKIE, OPEN_PATHS, Credentials, check_can_start, hash_password, verify_password
 from ui.presets import Variant
@@ -170,7 +170,7 @@ def test_the_clinicians_summary_is_shown_each_turn_and_never_said(console):
     """The summary the graph keeps (presentation, red-flag screen, ranked considerations with their facts) comes back
     with every answer and in the session state; the console's panel and the note's section are one text; no doctor
     turn says it."""
-    from agent.export import SUMMARY_TITLE, summary_markdown
+    from agent.app.export import SUMMARY_TITLE, summary_markdown
     from ui import render
 
     url, app = console

@@ -21,7 +21,7 @@ import pytest
 from graph_fixtures import REPO
 from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, running_console
 
-from agent.data import load_dialogs_file
+from agent.core.data import load_dialogs_file
 
 CHROMIUM = os.environ.get("MEDHX_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -1,4 +1,6 @@
-"""The clinician console: a Gradio web app over durable interview sessions (``medhx chat``, ``python -m ui``).
+"""UI layer, the clinician console (Gradio, ``medhx chat``): may import all but agent.cli, which alone imports it.
+
+A web app over durable interview sessions (``medhx chat``, ``python -m ui``).
 
 ``settings`` (the ``ui:`` config), ``auth`` (credentials and the login gate), ``presets`` (module selectors),
 ``console`` (sessions, turns and locks, apart from drawing), ``render`` (panels as HTML / markdown), ``layout`` (the

@@ -14,7 +14,7 @@ from dataclasses import asdict
 
 import gradio as gr
 
-from agent.sessions import SessionError
+from agent.app.sessions import SessionError
 from ui import render
 from ui.console import Console, TurnEnd, TurnProgress, user_message
 from ui.handlers import who

@@ -1,6 +1,6 @@
 """What the console does with sessions, apart from how it draws them: one object shared by every browser tab.
 
-- One :class:`agent.sessions.SessionStore` per :class:`ui.presets.Variant`, all on the console's one store, so a
+- One :class:`agent.app.sessions.SessionStore` per :class:`ui.presets.Variant`, all on the console's one store, so a
   clinician switching preset, adapter or review mode keeps the session: the next turn is run by the graph built
   from the other config on the same checkpointed session. The modules of a variant are built once, in the
   background (a few seconds for the clinical NLU; an LLM preset may start a vLLM server), and the page shows
@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import queue
@@ -32,13 +33,13 @@ from typing import Literal
 
 import httpx
 
-from agent import safety
-from agent.export import ExportError, export_session
-from agent.graph import TURN_NODES, build_agent
-from agent.graph_nodes import Agent
-from agent.graph_state import InterviewState
-from agent.protocol import TurnContext
-from agent.sessions import Session, SessionBusy, SessionError, SessionInfo, SessionNotFound, SessionStore
+from agent.app.export import ExportError, export_session
+from agent.app.graph import TURN_NODES, build_agent
+from agent.app.graph_nodes import Agent
+from agent.app.graph_state import InterviewState
+from agent.app.sessions import Session, SessionBusy, SessionError, SessionInfo, SessionNotFound, SessionStore
+from agent.core import safety
+from agent.core.protocol import TurnContext
 from models.backends.base import BackendError
 from ui.presets import Preset, Variant, discover_presets
 from ui.render import printable_note
@@ -346,8 +347,6 @@ class Console:
         t0 = time.monotonic()
         while not fut.done():
             yield time.monotonic() - t0
-            try:
+            with contextlib.suppress(TimeoutError):
                 fut.exception(timeout=tick_s)
-            except TimeoutError:
-                pass
         fut.result()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent.paths import resolve_path
+from agent.core.paths import resolve_path
 from ui.settings import UISettings, load_ui_settings
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from agent.config import config_type
+from agent.app.config import config_type
 from models.backends.base import BackendError
 from models.serve import list_models
 from policies.agent_config import load_config

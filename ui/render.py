@@ -15,12 +15,12 @@ from datetime import datetime
 
 from markdown_it import MarkdownIt
 
-from agent import cmas
-from agent.export import export_session, summary_markdown
-from agent.graph import TURN_NODES
-from agent.graph_state import InterviewState, Turn
-from agent.safety import level_rank
-from agent.sessions import SessionInfo
+from agent.app.export import export_session, summary_markdown
+from agent.app.graph import TURN_NODES
+from agent.app.graph_state import InterviewState, Turn
+from agent.app.sessions import SessionInfo
+from agent.core import cmas
+from agent.core.safety import level_rank
 
 GROUP_LABELS = {
     "symptom": "Symptoms", "medical_history": "Past medical history", "family_history": "Family history",
@@ -280,7 +280,7 @@ def status_html(text: str, kind: str = "info") -> str:
 
 def clinician_summary(st: InterviewState | None) -> str:
     """The clinician's summary of the interview (``InterviewState.summary``, renewed at every doctor turn) as markdown:
-    the same text as the history note's section (:func:`agent.export.summary_markdown`). For the clinician's panel
+    the same text as the history note's section (:func:`agent.app.export.summary_markdown`). For the clinician's panel
     only; it is never part of what the patient is told."""
     if st is None:
         return "_Open an interview to see the clinician's summary._"

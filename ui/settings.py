@@ -2,7 +2,7 @@
 
 The console's own settings live apart from the agent configs because one console serves several agent configs
 (the presets a clinician switches between), all on one session store. Every key is checked (unknown keys fail with
-their path), and paths follow the project's one rule (:mod:`agent.paths`): relative to the YAML file's directory.
+their path), and paths follow the project's one rule (:mod:`agent.core.paths`): relative to the YAML file's directory.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
 
 DEFAULT_UI_CONFIG = REPO_ROOT / "configs" / "ui.yaml"
 

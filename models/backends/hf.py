@@ -99,9 +99,14 @@ class HFBackend:
                   add_special_tokens=self.add_special_tokens).to(self.device)
         sample = first.temperature > 0
         config = GenerationConfig(
-            max_new_tokens=first.max_tokens, min_new_tokens=(first.max_tokens if first.ignore_eos else first.min_tokens) or None,
-            do_sample=sample, temperature=first.temperature if sample else None,
-            top_k=None, top_p=None, eos_token_id=sorted(self.eos_ids), pad_token_id=tok.pad_token_id,
+            max_new_tokens=first.max_tokens,
+            min_new_tokens=(first.max_tokens if first.ignore_eos else first.min_tokens) or None,
+            do_sample=sample,
+            temperature=first.temperature if sample else None,
+            top_k=None,
+            top_p=None,
+            eos_token_id=sorted(self.eos_ids),
+            pad_token_id=tok.pad_token_id,
             stop_strings=first.stop or None,
         )
         start = time.perf_counter()

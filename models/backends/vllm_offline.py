@@ -63,7 +63,9 @@ class VLLMOfflineBackend:
         self.model = resolve_base_model(model)
         log.info("vllm.LLM(model=%s, %s)", self.model, kwargs)
         self.llm = LLM(model=self.model, **kwargs)
-        self.lora = {name: LoRARequest(name, i + 1, path) for i, (name, path) in enumerate(sorted(self.adapters.items()))}
+        self.lora = {
+            name: LoRARequest(name, i + 1, path) for i, (name, path) in enumerate(sorted(self.adapters.items()))
+        }
 
     def generate(self, requests: list[GenerationRequest], progress: bool = False) -> list[GenerationResult]:
         from vllm import SamplingParams
@@ -133,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("job")
     parser.add_argument("out")
     args = parser.parse_args(argv)
-    job = json.loads(open(args.job).read())
+    with open(args.job) as f:
+        job = json.load(f)
     backend = VLLMOfflineBackend(**job["config"])
     try:
         results = backend.generate([GenerationRequest(**r) for r in job["requests"]], progress=True)

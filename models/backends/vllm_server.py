@@ -10,8 +10,8 @@ A request ends within ``deadline_s`` of being sent whatever the server does: con
 while time remains, and when one request of a batch fails for good its siblings are cancelled
 and one :class:`BackendError` is raised. A ``generate`` call of up to ``concurrency`` requests
 (a live turn sends one) therefore ends within ``deadline_s``; a larger batch (``medhx predict``
-over a split) within ``deadline_s`` per wave of ``concurrency`` requests. With a ``launch:`` serve config the backend starts the
-local server when nothing answers (once per endpoint, under a lock, see :mod:`models.serve`) and
+over a split) within ``deadline_s`` per wave of ``concurrency`` requests. With a ``launch:`` serve config the backend
+starts the local server when nothing answers (once per endpoint, under a lock, see :mod:`models.serve`) and
 starts it again if it disappears mid-interview; it never stops it.
 
 Errors and logs carry status codes, request indexes and lengths, never prompts or model output
@@ -82,12 +82,14 @@ class VLLMServerBackend:
                                  f"(known: {sorted(VLLMServerSettings.model_fields)})") from None
             problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"vllm-server backend: {problems}") from None
-        self.config = self.settings.model_dump()  # as a mapping (eval.bench reads concurrency)
+        self.config = self.settings.model_dump()  # as a mapping (eval.runs.bench reads concurrency)
         self.url = self.settings.url.rstrip("/")
         if self.url.endswith("/v1"):
             self.url = self.url[: -len("/v1")]
         concurrency = self.settings.concurrency
-        self.client = httpx.Client(limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency))
+        self.client = httpx.Client(
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        )
         self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vllm-client")
         self._base_model: str | None = self.settings.model
         self._lock = threading.Lock()
@@ -183,7 +185,10 @@ class VLLMServerBackend:
         if req.json_schema is not None and mode == "structured_outputs":
             body["structured_outputs"] = {"json": req.json_schema}
         elif req.json_schema is not None and mode == "response_format":
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": req.json_schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": req.json_schema},
+            }
         return body
 
     def _batch_error(self, futures: list[Future], requests: list[GenerationRequest], failed: list[int],
@@ -304,11 +309,15 @@ class VLLMServerBackend:
                                        f"(served: {', '.join(self._served_names(headers))})")
                 elif status >= 400:
                     log.debug("%s %s%s: HTTP %d: %s", method, self.url, path, status, response.text)
-                    raise BackendError(f"{method} {self.url}{path} failed with HTTP {status}: {_safe_message(response)}")
+                    raise BackendError(
+                        f"{method} {self.url}{path} failed with HTTP {status}: {_safe_message(response)}"
+                    )
                 else:
                     return response
             if s.retries is not None and attempts > s.retries:
-                raise BackendError(f"vLLM server at {self.url} unreachable or failing after {attempts} attempts: {last}")
+                raise BackendError(
+                    f"vLLM server at {self.url} unreachable or failing after {attempts} attempts: {last}"
+                )
             log.warning("%s %s%s attempt %d failed (%s); retrying within the %gs deadline",
                         method, self.url, path, attempts, last, s.deadline_s)
             delay = min(delay, max(0.0, deadline - time.monotonic()))
@@ -319,7 +328,9 @@ class VLLMServerBackend:
 
     def _served_names(self, headers: dict[str, str]) -> list[str]:
         try:
-            return [m["id"] for m in self.client.get(self.url + "/v1/models", headers=headers, timeout=10.0).json()["data"]]
+            return [
+                m["id"] for m in self.client.get(self.url + "/v1/models", headers=headers, timeout=10.0).json()["data"]
+            ]
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return ["?"]
 

@@ -67,7 +67,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"API key: in {endpoint.state_path} (clients read it there; ${API_KEY_ENV} overrides)\n"
                   f"log: {state.log_file}\nstop: medhx serve stop --port {endpoint.port}", flush=True)
         return 0
-    state = start_server(config, inherit_output=True)  # the foreground server logs to this terminal unless log_file is set
+    state = start_server(
+        config, inherit_output=True
+    )  # the foreground server logs to this terminal unless log_file is set
     try:
         print(f"vLLM OpenAI-compatible endpoint: {state.url}/v1", flush=True)
         print(_describe(state.url, state.api_key), flush=True)

@@ -40,7 +40,8 @@ def _flag(key: str) -> str:
 
 
 def engine_flags(args: dict[str, Any]) -> list[str]:
-    """``{tensor_parallel_size: 2, enable_prefix_caching: true}`` -> ``--tensor-parallel-size 2 --enable-prefix-caching``."""
+    """``{tensor_parallel_size: 2, enable_prefix_caching: true}`` ->
+    ``--tensor-parallel-size 2 --enable-prefix-caching``."""
     out: list[str] = []
     for key, value in args.items():
         if value is None or value is False:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
+from agent.core.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
 from models.prepare import resolve_base_model
 from models.serve.endpoint import Endpoint
 
@@ -77,7 +77,7 @@ def check_serve_config(data: dict | ServeConfig, base_dir: str | Path | None = N
 
     Relative adapter, model and log paths resolve against ``base_dir``: the serve config file's directory, or
     for a mapping written inside another config (``launch: {...}``) that file's directory; the working
-    directory when there is no file (the one rule of :mod:`agent.paths`).
+    directory when there is no file (the one rule of :mod:`agent.core.paths`).
     """
     if isinstance(data, ServeConfig):
         return data
@@ -90,14 +90,16 @@ def check_serve_config(data: dict | ServeConfig, base_dir: str | Path | None = N
     except ValidationError as exc:
         unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
         if unknown:
-            raise ValueError(f"unknown serve config keys {unknown} (allowed: {sorted(ServeConfig.model_fields)})") from None
+            raise ValueError(
+                f"unknown serve config keys {unknown} (allowed: {sorted(ServeConfig.model_fields)})"
+            ) from None
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ValueError(f"serve config: {problems}") from None
     return config
 
 
 def load_serve_config(path: str | Path) -> dict:
-    """:func:`read_serve_config` as a mapping, every key filled in (``eval.bench`` records its adapters)."""
+    """:func:`read_serve_config` as a mapping, every key filled in (``eval.runs.bench`` records its adapters)."""
     return read_serve_config(path).model_dump()
 
 

@@ -18,7 +18,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.paths import cache_root
+from agent.core.paths import cache_root
 from models.backends.base import BackendError
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,10 @@ def endpoint_lock(endpoint: Endpoint, timeout_s: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise BackendError(f"another medhx process is starting or stopping the vLLM server at "
-                                       f"{endpoint.url} (lock {endpoint.lock_path}); gave up after {timeout_s:.0f}s") from None
+                    raise BackendError(
+                        f"another medhx process is starting or stopping the vLLM server at "
+                        f"{endpoint.url} (lock {endpoint.lock_path}); gave up after {timeout_s:.0f}s"
+                    ) from None
                 time.sleep(0.2)
         yield
     finally:

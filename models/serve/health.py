@@ -87,8 +87,10 @@ def list_models(url: str, api_key: str | None = None) -> list[dict]:
     except httpx.HTTPError as exc:
         raise BackendError(f"vLLM server at {url} unreachable: {exc}") from exc
     if r.status_code == 401:
-        raise BackendError(f"the server at {url} requires an API key and {'rejected ours' if key else 'medhx has none'} "
-                           f"(set ${API_KEY_ENV}, or let medhx launch it)")
+        raise BackendError(
+            f"the server at {url} requires an API key and {'rejected ours' if key else 'medhx has none'} "
+            f"(set ${API_KEY_ENV}, or let medhx launch it)"
+        )
     try:
         r.raise_for_status()
     except httpx.HTTPError as exc:

@@ -54,8 +54,12 @@ def ensure_running(config: ServeConfig, timeout_s: float | None = None, announce
         if launched:  # else: launched by a client that went away before it was ready
             if announce:
                 log_file = config.log_file or endpoint.default_log
-                print(f"starting a local vLLM server at {endpoint.url} in the background (about a minute on CPU; "
-                      f"log: {log_file}; `medhx serve stop --port {endpoint.port}` stops it)", file=sys.stderr, flush=True)
+                print(
+                    f"starting a local vLLM server at {endpoint.url} in the background (about a minute on CPU; "
+                    f"log: {log_file}; `medhx serve stop --port {endpoint.port}` stops it)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             state = launch(config)
         remaining = max(0.0, deadline - time.monotonic())
         try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from agent import cmas
-from agent.ontology import Vocabulary
+from agent.core import cmas
+from agent.core.ontology import Vocabulary
 from policies.nlu import attributes as attr
 from policies.nlu.details import COUGH_KIND, DetailReader
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr

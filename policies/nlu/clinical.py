@@ -17,10 +17,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from agent import cmas
-from agent.clinical_text import as_the_patient
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core import cmas
+from agent.core.clinical_text import as_the_patient
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.protocol import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
 from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher

@@ -20,10 +20,10 @@ from functools import cached_property
 
 import numpy as np
 
-from agent.clinical_text import ClauseReader, default_clause_reader, word_stem
-from agent.lay_terms import CODED, glossed, lay_phrases
-from agent.ontology import Vocabulary
-from agent.semantic import Encoder, default_encoder
+from agent.core.clinical_text import ClauseReader, default_clause_reader, word_stem
+from agent.core.lay_terms import CODED, glossed, lay_phrases
+from agent.core.ontology import Vocabulary
+from agent.core.semantic import Encoder, default_encoder
 from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent.ontology import Vocabulary
+from agent.core.ontology import Vocabulary
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon

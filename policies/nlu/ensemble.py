@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import threading
 
-from agent import cmas
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.protocol import NLU, ModuleOutput, TurnContext
-from agent.safety import admit_frames
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.protocol import NLU, ModuleOutput, TurnContext
+from agent.core.safety import admit_frames
 from models.backends.base import BackendError
 from policies.nlu.clinical import ClinicalNLU
 

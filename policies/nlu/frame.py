@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent import cmas
+from agent.core import cmas
 
 # A test's yes/no/unsure is said in CMAS as avail/unavail/unknown.
 TEST_STATUS = {"negative": "unavail", "unknown": "unknown", "positive": "avail"}

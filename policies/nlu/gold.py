@@ -13,8 +13,8 @@ import copy
 import re
 from pathlib import Path
 
-from agent.data import DEFAULT_DATA_DIR, Dialogue, load_dialogues
-from agent.protocol import ModuleOutput, TurnContext
+from agent.core.data import DEFAULT_DATA_DIR, Dialogue, load_dialogues
+from agent.core.protocol import ModuleOutput, TurnContext
 
 
 def _norm(text: str) -> str:

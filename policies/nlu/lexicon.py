@@ -15,10 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from agent import cmas
-from agent.lay_terms import lay_phrases
-from agent.ontology import Vocabulary, default_vocabulary
-from agent.paths import REPO_ROOT
+from agent.core import cmas
+from agent.core.lay_terms import lay_phrases
+from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.paths import REPO_ROOT
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
 CONDITION = "condition"

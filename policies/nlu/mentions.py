@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from agent.clinical_text import PhraseFinder
-from agent.lay_terms import inn_stems
+from agent.core.clinical_text import PhraseFinder
+from agent.core.lay_terms import inn_stems
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
 

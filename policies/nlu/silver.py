@@ -23,11 +23,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agent import cmas
-from agent.data import DEFAULT_OSCE_DIR, Dialogue, Utterance, load_dialogues, load_osce
-from agent.paths import REPO_ROOT
-from agent.protocol import TurnContext
-from agent.tracker import update_state
+from agent.core import cmas
+from agent.core.data import DEFAULT_OSCE_DIR, Dialogue, Utterance, load_dialogues, load_osce
+from agent.core.paths import REPO_ROOT
+from agent.core.protocol import TurnContext
+from agent.core.tracker import update_state
 from policies.nlu.clinical import ClinicalNLU
 
 HOLDOUT_FILE = REPO_ROOT / "data" / "eval_holdout.txt"

@@ -1,0 +1,282 @@
+"""Durable interview sessions: the interview graph checkpointed per session (thread id = session id).
+
+Where and how sessions are kept (SQLite or PostgreSQL, the session index, per-session locks) is
+:mod:`agent.app.checkpoints`; this module runs the graph over them. The ``medhx sessions`` command is
+:mod:`agent.app.sessions_cli`.
+
+One turn at a time per session: every operation that runs the graph holds the session's lock, so a second tab or
+process gets :class:`SessionBusy` instead of a duplicated or lost turn.
+
+Exactly-once turns. Every node's writes are checkpointed before the next node runs
+(``durability="sync"``), and the patient's utterance is stored the moment it is handed to
+the graph (LangGraph keeps a resume value as a pending write). So after a crash:
+
+- a turn that stopped inside any node is finished by :meth:`Session.settle` (``invoke(None)``
+  continues from the last finished node; an utterance stored but not yet consumed is consumed);
+- a client that does not know whether its last ``send`` went through sends it again with the
+  same ``key``: a patient turn with that key is never added twice, and the doctor turn that
+  answered it is returned instead of a new one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import Command
+
+from agent.app.checkpoints import CheckpointStore, SessionBusy, SessionError, SessionNotFound, StoreSettings
+from agent.app.graph import build_agent, build_graph
+from agent.app.graph_nodes import Agent
+from agent.app.graph_state import InterviewState, Turn, parse_review_decision, utc_now
+from agent.core.safety import clean_patient_text
+
+__all__ = ["Session", "SessionBusy", "SessionError", "SessionInfo", "SessionNotFound", "SessionStore"]
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    created_at: str
+    updated_at: str
+    status: str
+    waiting_for: str | None
+    turns: int
+    red_flags: int
+    owner: str | None = None
+
+
+# --------------------------------------------------------------------------- store
+
+
+class SessionStore:
+    """Sessions in one checkpoint store. The agent (models) is built on first use, so listing,
+    showing and exporting sessions never loads a model."""
+
+    def __init__(self, config: dict, agent: Agent | None = None):
+        self.config = config
+        self._agent = agent
+        self._owns_agent = agent is None
+        self.checkpoints = CheckpointStore(StoreSettings.from_config(config.get("session")))
+        self.saver = self.checkpoints.saver
+        self.graph = build_graph(self.agent, self.saver)
+        if self.checkpoints.new_index:
+            self.checkpoints.index_unlisted(self._describe_unlisted)
+
+    def agent(self) -> Agent:
+        if self._agent is None:
+            self._agent = build_agent(self.config)
+        return self._agent
+
+    def close(self) -> None:
+        if self._agent is not None and self._owns_agent:
+            self._agent.close()
+        self.checkpoints.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions
+
+    def exists(self, session_id: str) -> bool:
+        return self.saver.get_tuple(_thread(session_id)) is not None
+
+    def start(self, session_id: str | None = None, owner: str | None = None) -> Session:
+        """A new session, greeted: the doctor's first turn is ``session.state().turns[0]``. ``owner`` records who
+        started it (a clinician's login in the console)."""
+        session_id = session_id or uuid.uuid4().hex[:12]
+        if self.exists(session_id):
+            raise SessionError(f"session {session_id!r} already exists (resume it instead)")
+        session = Session(self, session_id)
+        first = InterviewState(session_id=session_id, created_at=utc_now(), owner=owner)
+        with self.checkpoints.lock(session_id):
+            self.checkpoints.add_session(session_id, owner, first.created_at)
+            session._drain(first.model_dump(mode="json"))
+        return session
+
+    def resume(self, session_id: str) -> Session:
+        if not self.exists(session_id):
+            raise SessionNotFound(f"no session {session_id!r} in {self.describe()}")
+        session = Session(self, session_id)
+        session.settle()
+        return session
+
+    def open(self, session_id: str | None) -> Session:
+        """Resume ``session_id`` when it exists, else start it."""
+        if session_id and self.exists(session_id):
+            return self.resume(session_id)
+        return self.start(session_id)
+
+    def delete(self, session_id: str) -> None:
+        if not self.exists(session_id):
+            raise SessionNotFound(f"no session {session_id!r} in {self.describe()}")
+        with self.checkpoints.lock(session_id):  # never under a running turn
+            self.checkpoints.remove_session(session_id)
+
+    def list_sessions(self, owner: str | None = None) -> list[SessionInfo]:
+        """Sessions, most recent activity first; only ``owner``'s when given."""
+        out = []
+        for row in self.checkpoints.sessions():
+            if owner is not None and row.owner != owner:
+                continue
+            snap = self.graph.get_state(_thread(row.session_id))
+            st = InterviewState.model_validate(snap.values)
+            out.append(SessionInfo(
+                session_id=row.session_id, created_at=row.created_at, updated_at=row.updated_at, status=st.status,
+                waiting_for=_waiting_for(snap), turns=len(st.turns), red_flags=len(st.red_flags), owner=row.owner,
+            ))
+        return out
+
+    def _describe_unlisted(self, session_id: str) -> tuple[str | None, str, str]:
+        st = InterviewState.model_validate(self.graph.get_state(_thread(session_id)).values)
+        return st.owner, st.created_at, st.turns[-1].at if st.turns else st.created_at
+
+    def describe(self) -> str:
+        return self.checkpoints.describe()
+
+
+def _thread(session_id: str) -> dict:
+    return {"configurable": {"thread_id": session_id}}
+
+
+def _waiting_for(snap: Any) -> str | None:
+    """``patient`` / ``review`` (an open interrupt), ``running`` (a turn stopped mid-way), None (ended)."""
+    if not snap.next:
+        return None
+    for intr in snap.interrupts:
+        kind = intr.value.get("kind") if isinstance(intr.value, dict) else None
+        if kind in ("patient", "review"):
+            return kind
+    return "running"
+
+
+# --------------------------------------------------------------------------- one session
+
+
+class Session:
+    def __init__(self, store: SessionStore, session_id: str):
+        self.store = store
+        self.id = session_id
+        self.config = _thread(session_id)
+
+    # -- reading
+
+    def state(self) -> InterviewState:
+        return InterviewState.model_validate(self.store.graph.get_state(self.config).values)
+
+    def waiting_for(self) -> str | None:
+        return _waiting_for(self.store.graph.get_state(self.config))
+
+    def pending_review(self) -> dict | None:
+        snap = self.store.graph.get_state(self.config)
+        for intr in snap.interrupts:
+            if isinstance(intr.value, dict) and intr.value.get("kind") == "review":
+                return intr.value
+        return None
+
+    def last_doctor_turn(self) -> Turn | None:
+        doctor = self.state().doctor_turns()
+        return doctor[-1] if doctor else None
+
+    # -- running
+
+    def stream(self, graph_input: Any) -> Iterator[dict]:
+        """Run the graph until it waits or ends, yielding UI events:
+        ``{"type": "update", "node", "data"}`` per finished node, ``{"type": "custom", ...}``
+        (``event: latency`` with node and seconds; ``event: doctor`` with the new doctor turn),
+        ``{"type": "interrupt", "value"}`` when it stops for the patient or for review."""
+        for mode, chunk in self.store.graph.stream(
+            graph_input, self.config, stream_mode=["updates", "custom"], durability="sync"
+        ):
+            if mode == "custom":
+                yield {"type": "custom", **chunk}
+                continue
+            for node, data in chunk.items():
+                if node == "__interrupt__":
+                    for intr in data:
+                        yield {"type": "interrupt", "value": intr.value}
+                else:
+                    yield {"type": "update", "node": node, "data": data}
+
+    def _drain(self, graph_input: Any) -> None:
+        for _ in self.stream(graph_input):
+            pass
+
+    def settle(self) -> None:
+        """Finish whatever a crashed process left: a turn stopped inside a node, or an utterance
+        stored but not yet consumed. At an open interrupt with nothing stored this is a no-op
+        (the waiting node re-raises the same interrupt). A turn another holder is running is theirs to finish."""
+        try:
+            with self.store.checkpoints.lock(self.id):
+                self._settle()
+        except SessionBusy:
+            return
+
+    def _settle(self) -> None:
+        if self.store.graph.get_state(self.config).next:
+            self._drain(None)
+
+    def stream_send(self, text: str, key: str | None = None) -> Iterator[dict]:
+        """:meth:`send` as a stream of UI events. Holds the session's lock until the turn is done."""
+        if not isinstance(text, str):
+            raise ValueError(f"patient utterance must be a string, got {type(text).__name__}")
+        text = clean_patient_text(text)
+        if not text:
+            raise ValueError("patient utterance is empty")
+        with self.store.checkpoints.lock(self.id):
+            yield from self._send(text, key)
+            self.store.checkpoints.touch(self.id, utc_now())
+
+    def _send(self, text: str, key: str | None) -> Iterator[dict]:
+        self._settle()
+        st = self.state()
+        if key is not None and (index := _keyed_turn(st, key, text)) is not None:
+            yield {"type": "custom", "event": "duplicate", "key": key, "turn": index}
+            return
+        waiting = self.waiting_for()
+        if waiting is None:
+            raise SessionError(f"session {self.id} has ended ({st.status})")
+        if waiting == "review":
+            raise SessionError(f"session {self.id} awaits clinician review of the planned doctor turn")
+        yield from self.stream(Command(resume={"text": text, "key": key, "at": utc_now()}))
+
+    def send(self, text: str, key: str | None = None) -> Turn | None:
+        """One patient utterance in, the doctor's answer out (None while it awaits review).
+
+        ``key`` makes the call idempotent: sending a key the session already holds returns
+        the doctor turn that answered it (finishing that turn first if a crash interrupted it)."""
+        for _ in self.stream_send(text, key):
+            pass
+        st = self.state()
+        index = _keyed_turn(st, key, text) if key is not None else st.patient_turns()[-1].index
+        answer = st.turns[index + 1] if index is not None and index + 1 < len(st.turns) else None
+        return answer if answer is not None and answer.speaker == "doctor" else None
+
+    def review(self, decision: dict, by: str = "clinician") -> Turn | None:
+        """Answer the review interrupt (``{"approve": true}`` / ``{"edit": ...}`` /
+        ``{"replace_actions": [...]}``, optionally with ``{"state_patch": {...}}``); returns the
+        doctor turn sent."""
+        with self.store.checkpoints.lock(self.id):
+            self._settle()
+            if self.pending_review() is None:
+                raise SessionError(f"session {self.id} has no doctor turn awaiting review")
+            payload = {"by": by, **decision, "at": utc_now()}
+            parse_review_decision(payload, self.state().patient_state)
+            self._drain(Command(resume=payload))
+            self.store.checkpoints.touch(self.id, payload["at"])
+        return self.last_doctor_turn()
+
+
+def _keyed_turn(st: InterviewState, key: str, text: str) -> int | None:
+    """Index of the patient turn sent with ``key`` (None if no turn has it)."""
+    for turn in st.patient_turns():
+        if turn.key == key:
+            if turn.text != clean_patient_text(text):
+                raise ValueError(f"key {key!r} was already used for a different utterance: {turn.text!r}")
+            return turn.index
+    return None

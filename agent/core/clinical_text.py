@@ -1,0 +1,463 @@
+"""Finding concepts in what a patient says, with their ConText status: the one home of the spaCy + medspaCy
+machinery, shared by the clinical NLU (``policies.nlu.clinical``) and the red-flag text rules
+(``agent.safety``), so both read negation ("no blood in my sputum") the same way.
+
+A :class:`PhraseFinder` matches phrases (case-insensitive, whole tokens, longest match wins) and reports each
+match's key, sentence and status: ``negative`` / ``unknown`` when a ConText cue *precedes* it (medspaCy's
+clinical rules plus the conversational cues below; a cue inside the phrase is part of what it names), else
+``positive``, and ``family`` when a FAMILY cue modifies it. A cue that starts before the phrase counts even when
+it overlaps it ("never had" before "had a seizure").
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.matcher import PhraseMatcher
+    from spacy.tokens import Doc
+
+
+def conversation_rules() -> list[Any]:
+    """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes).
+
+    FORWARD only: in speech the cue comes first ("no fever", "never smoked"); a cue after a mention is usually
+    about something else ("I take an inhaler, it hasn't helped")."""
+    from medspacy.context import ConTextRule
+
+    neg = ["haven't", "have not", "hasn't", "don't", "do not", "didn't", "did not", "never", "nope", "nothing",
+           "none", "no longer", "not had", "not noticed", "can't say i have", "wasn't", "weren't", "isn't", "aren't",
+           "doesn't", "does not", "i don't think", "neither", "nor", "nobody", "no one", "noone", "not anyone"]
+    # Uncertainty about whether it happens, not the hedges people wrap a plain statement in ("I think I've lost
+    # weight", "sort of a tight chest" state the symptom: MediTOD annotates them positive).
+    unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "don't know",
+              "not certain", "can't remember", "don't remember", "no idea"]
+    rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
+    rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
+    rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in ("but", "except", "although", "though",
+                                                                                    "however", "just", "only", "other than")]
+    # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
+    rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
+        {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
+    # A relative who only reports ("my wife says I snore", "my son noticed I was muddled") does not own what they
+    # report: the longer PSEUDO match removes the FAMILY cue it contains.
+    rules.append(ConTextRule("relative reports", "FAMILY", direction="PSEUDO", pattern=[
+        {"LOWER": "my", "OP": "?"}, {"LOWER": {"IN": list(RELATIVES)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"},
+        {"LOWER": {"IN": ["has", "had", "keeps", "always", "just", "then", "also"]}, "OP": "?"},
+        {"LOWER": {"IN": list(REPORTING_VERBS)}}]))
+    # "I can't stop coughing", "I couldn't keep food down": an inability is no denial (medspaCy's "n't" cue would
+    # negate what follows); "No, got high blood pressure": a bare answer word before a comma answers the question
+    # and does not negate the next clause.
+    rules.append(ConTextRule("can't", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["ca", "could", "wo", "can"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}}]))
+    # "I've lost weight without trying", "I wet myself without realising": "without" + an intention or awareness
+    # word says how it happened, and denies nothing.
+    rules.append(ConTextRule("without trying", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": "without"}, {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
+        {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
+                          "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
+    rules.append(ConTextRule("not been able to", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["have", "has", "had", "was", "were", "am", "is", "are", "i", "i've"]}, "OP": "?"},
+        {"LOWER": {"IN": ["n't", "not", "’t", "never"]}}, {"LOWER": "been", "OP": "?"}, {"LOWER": "able"},
+        {"LOWER": "to"}]))
+    rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
+        {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))
+    # A new clause ends a denial: "I've lost weight without trying, and today I've been sick", "I'm not eating
+    # more, my skin's dry". A list keeps it ("no fever, chills or sweats"): only a clause's subject after the
+    # comma or "and" ends it.
+    rules.append(ConTextRule("new clause", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";", "and", "so"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"IN": CLAUSE_SUBJECTS}}]))
+    # "My hearing's fine", "swallowing is normal", "I can breathe fine": a verdict after the mention denies it (the
+    # one backward cue: three tokens, so "I feel fine in myself" denies nothing said before).
+    rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
+        {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
+        {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # A new clause about the patient ends a relative's scope: "my brother had a heart attack and I get chest pain".
+    rules.append(ConTextRule("and i", "FAMILY", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
+        {"LOWER": {"IN": ["i", "i'm", "i've", "i'd", "i’m", "i’ve", "me", "myself"]}}]))
+    # The patient's past, said as people say it (medspaCy's HISTORICAL cues are written for notes: "h/o").
+    hist_fwd = ["in the past", "used to", "back in", "years ago i", "a long time ago", "as a child", "as a kid",
+                "as a teenager", "when i was younger", "when i was a child", "when i was a kid", "when i was little",
+                "when i was a teenager", "once before", "previously"]
+    hist_back = ["years ago", "when i was a child", "when i was a kid", "when i was little", "when i was a teenager",
+                 "when i was younger", "as a child", "as a kid", "as a teenager", "a long time ago", "in the past",
+                 "back then", "ages ago", "decades ago"]
+    rules += [ConTextRule(p, "HISTORICAL", direction="FORWARD", max_scope=10) for p in hist_fwd]
+    rules += [ConTextRule(f"{p} ", "HISTORICAL", direction="BACKWARD", max_scope=12,
+                          pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back]
+    return rules
+
+
+CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "they", "he", "she", "we", "today", "now",
+                   "yesterday", "this", "then", "since"]
+"""Words that start a new clause after a comma or "and" (spaCy splits "I've" into "I" and "'ve")."""
+
+KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
+father-in-law mother-in-law""".split())
+RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
+grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
+friends flatmate roommate colleague boss""".split())
+REPORTING_VERBS = frozenset("""says said say saying thinks thought reckons reckoned noticed notices notice tells told telling mentioned
+pointed complains complained worries worried saw sees heard hears feels felt wonders wondered""".split())
+
+
+@dataclass(frozen=True)
+class Found:
+    key: str  # what the phrase was registered under
+    text: str  # the words matched
+    status: str  # positive / negative / unknown
+    family: bool
+    sent: int  # sentence index in the text
+    start: int  # token index
+    sentence: str
+    char_start: int = 0  # where the match lies in ``sentence`` (characters)
+    char_end: int = 0
+    historical: bool = False  # a past-time cue modifies it ("when I was a child", "years ago")
+
+
+class PhraseFinder:
+    """Phrases -> keys, found with their ConText status. The pipeline is built on first use (about 3 s)."""
+
+    def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None):
+        self._phrases = list(phrases)  # (phrase, key)
+        self._words = words  # a single word -> key, for open sets no list spells out (generic drugs by INN stem)
+
+    @cached_property
+    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher], dict[str, str]]:
+        from spacy.matcher import PhraseMatcher
+
+        nlp = context_pipeline()
+        exact = PhraseMatcher(nlp.vocab, attr="LOWER")
+        inflected = PhraseMatcher(nlp.vocab, attr="NORM")
+        keys: dict[str, str] = {}
+        for i, (phrase, key) in enumerate(self._phrases):
+            label = f"P{i}"
+            keys[label] = key
+            doc = nlp.make_doc(phrase)
+            exact.add(label, [doc])
+            if len(doc) > 1 or len(word_stem(doc[0].lower_)) >= 4:  # "fits" must not match "fit"
+                inflected.add(label, [_stemmed(doc)])
+        return nlp, (exact, inflected), keys
+
+    def find(self, text: str) -> tuple[list[Found], list[str]]:
+        """The matches in ``text`` and its sentences (as written). A phrase matches as written or inflected ("heart
+        racing" finds "my heart races", "throw up" finds "I've thrown up"): the pipeline has no lemmatizer (no model
+        can be downloaded here), so both sides are compared through :func:`word_stem`."""
+        from spacy.tokens import Span
+        from spacy.util import filter_spans
+
+        if not text.strip():
+            return [], []
+        nlp, (exact, inflected), keys = self._pipeline
+        doc = nlp.make_doc(text)
+        for name, proc in nlp.pipeline:
+            if name == "medspacy_context":
+                norms = [t.norm_ for t in doc]
+                found = [*exact(doc), *inflected(_stemmed(doc))]
+                for t, n in zip(doc, norms):
+                    t.norm_ = n  # ConText reads the tokens as written
+                covered = {i for _, start, end in found for i in range(start, end)}
+                found += [m for m in self._word_matches(doc) if m[1] not in covered]  # a listed phrase wins
+                doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in found])
+            doc = proc(doc)
+        sents = list(doc.sents)
+        out = []
+        for ent in doc.ents:
+            sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
+            kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start or m.direction == "BACKWARD"}
+            status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
+            offset = sents[sent].start_char
+            out.append(Found(keys.get(ent.label_) or ent.label_.removeprefix(_WORD), ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
+                             ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
+        return out, [s.text for s in sents]
+
+
+    def _word_matches(self, doc) -> list[tuple[int, int, int]]:
+        """``(label, start, end)`` of each token the ``words`` function gives a key, labelled ``W:<key>``."""
+        if self._words is None:
+            return []
+        out = []
+        for t in doc:
+            if (key := self._words(t.lower_)) is not None:
+                out.append((doc.vocab.strings.add(_WORD + key), t.i, t.i + 1))
+        return out
+
+
+_WORD = "W:"
+_IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose", "bled": "bleed", "fell": "fall",
+              "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
+              "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",
+              "ate": "eat", "eaten": "eat", "slept": "sleep", "kept": "keep", "began": "begin", "begun": "begin",
+              "sweated": "sweat", "shook": "shake", "shaken": "shake", "passes": "pass", "passed": "pass"}
+
+
+def word_stem(word: str) -> str:
+    """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"): enough
+    to let a lexicon phrase match its inflections. Short words are left alone, so no two everyday words of four
+    letters or fewer meet."""
+    w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if not w.isalpha():
+        return w
+    if len(w) <= 4:
+        return w[:-1] if len(w) == 4 and w.endswith("e") else w  # "race" meets "races"; "fits" stays
+    if w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"
+    elif w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+        w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
+    elif w.endswith("ation") and len(w) > 7:  # "constipation" meets "constipated", "urination" "urinate"
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+        w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
+    elif w.endswith(("ches", "shes", "sses", "xes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")):
+        w = w[:-1]
+    return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+def _stemmed(doc: Doc) -> Doc:
+    """``doc`` with each token's NORM set to its stem (what the inflection matcher compares)."""
+    for t in doc:
+        t.norm_ = word_stem(t.lower_)
+    return doc
+
+
+def context_pipeline() -> Language:
+    """A blank English pipeline with a sentencizer and medspaCy ConText (its clinical rules plus
+    :func:`conversation_rules`). Built once per caller (about 3 s)."""
+    import medspacy  # noqa: F401  (registers the medspacy_* factories and the span extensions)
+    import spacy
+    from loguru import logger
+
+    logger.disable("PyRuSH")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    context: Any = nlp.add_pipe("medspacy_context")
+    context.add(conversation_rules())
+    # medspaCy lets a TERMINATE cue cut a scope only when the two scopes "overlap", and its overlap test is false when
+    # the cue's scope (the whole sentence) contains the other (a FORWARD cue with max_scope): "I don't smoke, and I
+    # have a glass of wine" kept the wine denied. A one-token window around each TERMINATE cue makes it lie inside
+    # the scopes it should cut.
+    for rule in context.rules:
+        if rule.direction == "TERMINATE" and rule.max_scope is None:
+            rule.max_scope = 1
+    return nlp
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A stretch of a patient turn (a clause, two neighbouring clauses, or a sentence) with the ConText reading of
+    its content words: ``negated`` / ``uncertain`` / ``family`` / ``historical`` when that cue governs it."""
+
+    text: str
+    negated: bool
+    uncertain: bool
+    family: bool
+    historical: bool
+    words: int  # content words
+
+
+# Function words and ConText cue words: they carry no content of their own, so a clause's status is read from the
+# others. Only what a cue modifies counts.
+_FUNCTION = frozenset("""a an the and or but so to of in on at for with by from up down out off over into onto about as
+is am are was were be been being do does did have has had having i i'm i've i'd me my mine myself you your it its it's
+this that these those there here he she they them his her their we us our not no never nothing none don't didn't
+doesn't haven't hasn't isn't wasn't weren't aren't can't cannot couldn't won't wouldn't just only really very quite
+bit little lot some any also too then than if when while because like well oh um uh er yeah yes okay ok maybe
+perhaps probably think guess sure know kind sort might""".split())
+_CLAUSE_CUT = frozenset({",", ";", ":", "and", "but", "so", "because", "then", "although", "though", "while", "plus",
+                         "whereas", "which"})
+
+
+class ClauseReader:
+    """Splits a patient turn into clauses and reads each one's ConText status, for matchers that compare whole
+    clauses rather than phrases (the red-flag screen, the NLU's second stage).
+
+    Every content token is made a ConText target, so the same rules that give a lexicon mention its status give a
+    clause its status: a clause is negated when most of its content words are in a negation's scope, about a
+    relative or the past likewise, and uncertain when a third of them are in a hedge's scope."""
+
+    def __init__(self) -> None:
+        self._recent: dict[tuple[str, int], list[Clause]] = {}
+        self._lock = threading.Lock()  # one reader per process, shared by the interviews' threads
+
+    @cached_property
+    def _nlp(self) -> Language:
+        return context_pipeline()
+
+    def clauses(self, text: str, max_words: int = 40) -> list[Clause]:
+        """Each clause, each pair of neighbouring clauses of a sentence, each sentence, and each pair of neighbouring
+        short sentences ("My chest is tight. It goes down my arm."), with at least two content words. The last turns
+        read are kept: the NLU's second stage and the red-flag screen read the same turn."""
+        key = (text, max_words)
+        with self._lock:
+            if (hit := self._recent.get(key)) is not None:
+                return hit
+        out = self._clauses(text, max_words)
+        with self._lock:
+            self._recent[key] = out
+            while len(self._recent) > 64:
+                self._recent.pop(next(iter(self._recent)))
+        return out
+
+    def _clauses(self, text: str, max_words: int) -> list[Clause]:
+        from spacy.tokens import Span
+
+        if not text.strip():
+            return []
+        nlp = self._nlp
+        doc = nlp.make_doc(text)
+        doc = nlp.get_pipe("sentencizer")(doc)
+        content = [t for t in doc if t.is_alpha and t.lower_ not in _FUNCTION and len(t) > 1]
+        doc.ents = [Span(doc, t.i, t.i + 1, label="W") for t in content]
+        doc = nlp.get_pipe("medspacy_context")(doc)
+        state: dict[int, set[str]] = {}
+        for ent in doc.ents:
+            state[ent.start] = {m.category for m in ent._.modifiers}
+        windows: list[tuple[int, int]] = []
+        sents = list(doc.sents)
+        for si, sent in enumerate(sents):
+            cuts = [sent.start] + [t.i for t in sent if t.lower_ in _CLAUSE_CUT and t.i > sent.start] + [sent.end]
+            parts = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+            windows += parts
+            windows += [(parts[i][0], parts[i + 1][1]) for i in range(len(parts) - 1)]
+            if len(parts) > 2:
+                windows.append((sent.start, sent.end))
+            if si + 1 < len(sents) and len(sent) + len(sents[si + 1]) <= max_words:
+                windows.append((sent.start, sents[si + 1].end))
+        out, seen = [], set()
+        for a, b in windows:
+            span = doc[a:b]
+            words = [state.get(t.i) for t in span if t.i in state]
+            if len(words) < 2 or b - a > max_words * 2:
+                continue
+            clause_text = span.text.strip(" ,;:")
+            if clause_text.lower() in seen:
+                continue
+            seen.add(clause_text.lower())
+            n = len(words)
+
+            def share(cat: str, ws: list[Any] = words) -> float:
+                return sum(1 for w in ws if cat in w) / len(ws)
+
+            # a negation inside an "if" is no denial: "they'd be fine if I wasn't around" says what it says
+            negated = share("NEGATED_EXISTENCE") >= 0.5 and share("HYPOTHETICAL") < 0.5
+            out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
+                              share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
+        return out
+
+
+@lru_cache(maxsize=1)
+def default_clause_reader() -> ClauseReader:
+    """One clause reader per process (its ConText pipeline takes about 3 s to build)."""
+    return ClauseReader()
+
+
+# --------------------------------------------------------------------------- a guardian speaking for the patient
+
+# Who brings a patient and speaks for them (MediTOD's guide: "the patient is an infant (or is unable to communicate)
+# and is accompanied by its guardian ... you must label the utterance from the perspective of the patient").
+# Friends and colleagues are left out: they are sick contacts more often than patients brought in.
+GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
+grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
+# Relatives whose mention after the first makes a turn a family history; a spouse or child may well be mentioned
+# in a guardian's report ("today he didn't recognise our daughter").
+_BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
+granny grandpa aunt uncle cousin""".split())
+_FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
+# A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
+_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
+                          r"|years ago|used to|runs in|history of|when (?:he|she) was|for (?:many )?years|for ages"
+                          r"|all (?:his|her) life|long[- ]standing)\b", re.I)
+# The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
+# patient and the relative is family history.
+_OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b", re.I)
+# "My wife says I snore": the relative reports on the speaker, who is the patient.
+_REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?(?:I|I'm|I've|me|my)\b", re.I)
+# A present problem or an acute episode, as a guardian tells it ("my son's got", "she's been", "he keeps", "this
+# morning", "collapsed", "went stiff"); without one, "my mother has diabetes" and "my brother had a heart attack"
+# are family history.
+_PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?:morning|afternoon|evening|week)|"
+                      r"yesterday|last night|since|for the (?:past|last)|now|just|suddenly|keeps?|started|began|"
+                      r"is|are|has been|have been|won't|can't|cannot|doesn't|isn't|hasn't|collapsed|blacked out|"
+                      r"passed out|fainted|fell|went|woke|seems|looks)\b", re.I)
+_POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
+skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
+knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight
+memory mind temp""".split())
+_HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
+
+
+def proxy_subject(text: str) -> str | None:
+    """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
+    son's had a fit", "Mum's gone all muddled since yesterday"), else None. A relative's past ("my dad had a heart
+    attack at 55") or a turn that also tells the speaker's own complaint is family history, not a proxy report."""
+    words = re.findall(r"[a-z']+", text.lower().replace("’", "'"))
+    i = 0
+    while i < len(words) and words[i] in _FILLERS:
+        i += 1
+    if i < len(words) and words[i] == "my":
+        i += 1
+    if i >= len(words):
+        return None
+    head: str = words[i].removesuffix("'s")
+    if ({w.removesuffix("'s") for w in words[i + 1:]} - {head}) & _BLOOD_RELATIVES:
+        return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
+    if head not in GUARDED or not _PRESENT.search(text) or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
+        return None
+    return head
+
+
+def first_person(text: str, relative: str) -> str:
+    """``text`` told as the patient would tell it: the relative and the third-person pronouns become "I", "me",
+    "my" ("My wife blacked out, she said her heart was racing" -> "I blacked out, I said my heart was racing"), so
+    readers written for what patients say of themselves read a guardian's report of the patient."""
+    rel = re.escape(relative)
+    contraction = r"(?:'s|’s)"
+
+    def subject_s(m: re.Match[str]) -> str:  # "X's" is possessive before a body word, else "is" / "has"
+        nxt = m.group("next").lower()
+        if nxt in _POSSESSED:
+            return f"my {m.group('next')}"
+        return f"{'I have' if nxt in _HAVE_NEXT else 'I am'} {m.group('next')}"
+
+    out = re.sub(rf"\b(?:my\s+)?{rel}{contraction}\s+(?P<next>\w+)", subject_s, text, flags=re.I)
+    out = re.sub(rf"\b(?:he|she){contraction}\s+(?P<next>\w+)", subject_s, out, flags=re.I)
+    out = re.sub(rf"\b(?:my\s+){rel}\b", "I", out, flags=re.I)
+    out = re.sub(rf"^(\W*){rel}\b", r"\1I", out, flags=re.I)
+    for pattern, repl in ((r"\b(?:he|she)\b", "I"), (r"\bhim\b", "me"), (r"\b(?:his|her)\b", "my"),
+                          (r"\b(?:himself|herself)\b", "myself"), (r"\bI is\b", "I am"), (r"\bI has\b", "I have"),
+                          (r"\bI isn't\b", "I am not"), (r"\bI hasn't\b", "I haven't"), (r"\bI doesn't\b", "I don't"),
+                          (r"\bI does\b", "I do")):
+        out = re.sub(pattern, repl, out, flags=re.I)
+    return out
+
+
+OPENING_MIN_WORDS = 4  # "Hi." or "Yes, hello." is no opening statement
+
+
+def is_opening(earlier_patient_turns: Iterable[str]) -> bool:
+    """Whether the next patient turn is the opening statement: no earlier patient turn said anything of substance."""
+    return all(len(t.split()) < OPENING_MIN_WORDS for t in earlier_patient_turns)
+
+
+def as_the_patient(text: str) -> tuple[str, str | None]:
+    """An opening statement as the patient's own words, and the relative speaking for them (None: the speaker is
+    the patient). Callers decide what an opening statement is; later turns of a guardian say "he" / "she", which
+    no reader takes for a relative."""
+    relative = proxy_subject(text)
+    return (first_person(text, relative), relative) if relative else (text, None)

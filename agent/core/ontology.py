@@ -1,0 +1,284 @@
+"""The MediTOD questionnaire ontology and the vocabulary that ties dataset values to it.
+
+Two spellings of the same concept meet in the live agent: the questionnaire ontology's
+codes (``cough``, ``fainting``, ``palpitation``) and the canonical values of the released
+dialogues, which NLU models learn to predict (``coughing``, ``syncope``, ``palpitations``).
+``configs/vocabulary.yaml`` maps the second onto the first, per slot type, so the
+policies and the red-flag rules can tell whether two values name the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.core import cmas
+from agent.core.data import DEFAULT_DATA_DIR
+from agent.core.paths import REPO_ROOT
+
+DEFAULT_ONTOLOGY = DEFAULT_DATA_DIR / "questionnaire_ontology.json"
+DEFAULT_VOCABULARY = REPO_ROOT / "configs" / "vocabulary.yaml"
+
+# Which list of the ontology JSON holds the codes of each slot type.
+_CODE_SOURCES: dict[str, tuple[str, ...]] = {
+    "symptom": ("all_symptom_values",),
+    "medical_history": ("medical_history_config",),
+    "family_history": ("family_history_config",),
+    "habit": ("habit_config",),
+    "exposure": ("exposure_config",),
+    "medication": ("medication_config",),
+    "disease": ("all_diseases",),
+    "occupation": ("occupation_config",),
+    "residence": ("residence_config",),
+}
+
+
+# The slot types a bare value is tried as, most specific first (a symptom name is also a history antecedent).
+_CONCEPT_ORDER = ("symptom", "medical_history", "family_history", "medication", "habit", "exposure", "disease")
+
+
+class VocabularyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SymptomEntry:
+    code: str
+    display_name: str
+    description: str
+    keywords: tuple[str, ...]
+
+
+def normalize(form: str) -> str:
+    """The one normalisation of a surface form before lookup: case-folded, whitespace collapsed."""
+    return " ".join(form.casefold().split())
+
+
+@dataclass
+class Ontology:
+    """Codes per slot type; symptoms with their descriptions and surface keywords; body locations; and the one
+    synonym index: every entry of the ontology that lists ``keywords`` (symptoms, diseases, medical-history
+    antecedents), its code, display name and keywords -> ``group:code``."""
+
+    codes: dict[str, frozenset[str]]
+    symptoms: dict[str, SymptomEntry]
+    locations: frozenset[str]
+    _names: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # own code / display name
+    _keywords: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def resolve(self, form: str, group: str | None = None) -> str | None:
+        """The ``group:code`` a surface form names, or None. An entry's own code or display name names that entry;
+        another form listed under several entries ("ache": pain, chest pain, jaw pain ...) is ambiguous and names
+        nothing. ``group`` restricts the lookup to one list of the ontology (e.g. ``all_symptom_values``)."""
+        v = normalize(form)
+        for index in (self._names, self._keywords):
+            hits = {c for c in index.get(v, ()) if group is None or c.startswith(f"{group}:")}
+            if hits:
+                return next(iter(hits)) if len(hits) == 1 else None
+        return None
+
+    def symptom_code(self, form: str) -> str | None:
+        code = self.resolve(form, "all_symptom_values")
+        return code.split(":", 1)[1] if code else None
+
+
+def _config_values(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    entries = raw.get(key, [])
+    if key.endswith("_config"):
+        for f in entries:
+            if isinstance(f, dict) and f.get("name") == "value":
+                return list(f.get("values", []))
+        return []
+    return list(entries)
+
+
+@lru_cache(maxsize=4)
+def load_ontology(path: str | Path = DEFAULT_ONTOLOGY) -> Ontology:
+    raw = json.loads(Path(path).read_text())
+    codes = {}
+    for base, keys in _CODE_SOURCES.items():
+        codes[base] = frozenset(e["code"] for k in keys for e in _config_values(raw, k) if isinstance(e, dict))
+    symptoms = {
+        e["code"]: SymptomEntry(
+            e["code"], e.get("display_name", e["code"]), e.get("description", ""), tuple(e.get("keywords", []))
+        )
+        for e in raw["all_symptom_values"]
+    }
+    names: dict[str, set[str]] = {}
+    keywords: dict[str, set[str]] = {}
+    for group, entries in raw.items():
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or "keywords" not in entry:
+                continue
+            code = f"{group}:{entry['code']}"
+            for form in (entry["code"], entry.get("display_name")):
+                if isinstance(form, str) and form.strip():
+                    names.setdefault(normalize(form), set()).add(code)
+            for form in entry["keywords"]:
+                if isinstance(form, str) and form.strip():
+                    keywords.setdefault(normalize(form), set()).add(code)
+    locations = frozenset(e["code"] for e in raw.get("all_symptom_locations", []))
+    return Ontology(codes, symptoms, locations, {k: frozenset(v) for k, v in names.items()},
+                    {k: frozenset(v) for k, v in keywords.items()})
+
+
+@dataclass
+class Vocabulary:
+    """Resolves a slot value to its ontology code: the code itself, the mapping table, or a
+    symptom keyword that names exactly one code. ``None`` means no ontology concept. ``names`` holds the other
+    names of known values (``agent.core.lay_terms.other_names``: HPO labels and synonyms, drug-class members, everyday
+    names), through which two spellings of one concept are one item (:meth:`same`)."""
+
+    ontology: Ontology
+    table: dict[str, dict[str, str | None]]
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
+    drug_class: Callable[[str], str | None] | None = None  # a generic drug's class by its INN stem (lay_terms)
+
+    def code(self, base: str, value: str) -> str | None:
+        """The ontology code ``value`` names as slot type ``base``: the code itself, the mapping table, or (for
+        symptoms) a keyword naming exactly one code. The one resolver: the NLU gate, red flags, policy, matcher and
+        simulators all ask this."""
+        v = normalize(value)
+        if v in self.ontology.codes.get(base, ()):
+            return v
+        mapped = self.table.get(base, {})
+        if v in mapped:
+            return mapped[v]
+        if base == "symptom":
+            return self.ontology.symptom_code(v)
+        return None
+
+    def concept(self, value: str, base: str | None = None) -> str | None:
+        """``base:code`` of the concept ``value`` names, trying every medical slot type when ``base`` is None (a
+        matcher comparing bare values); else the ontology's own index (diseases, antecedents); None: no concept."""
+        for b in (base,) if base else _CONCEPT_ORDER:
+            if (c := self.code(b, value)) is not None:
+                return f"{b}:{c}"
+        return None if base else self.ontology.resolve(value)
+
+    def known(self, base: str, value: str) -> bool:
+        """True when ``value`` is an ontology code or a listed dataset term of slot type ``base``."""
+        return self._listed(base, normalize(value)) or (base == "medication" and self._stem_class(normalize(value)) is not None)
+
+    def _listed(self, base: str, v: str) -> bool:
+        return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})
+
+    def _stem_class(self, form: str) -> str | None:
+        """The known class a generic drug name belongs to by its INN stem ("ramipril": ace inhibitor), else None."""
+        cls = self.drug_class(form) if self.drug_class is not None else None
+        return cls if cls is not None and cls != form and self._listed("medication", cls) else None
+
+    def canonical(self, base: str, value: str) -> str | None:
+        """What ``value`` stands for as slot type ``base``: ``code:<ontology code>``, else ``term:<known value>``
+        (the value itself, or the known value it is another name of, British spellings read as US ones:
+        "hypercholesterolaemia", "oedema"; a generic drug stands for its INN-stem class); None when the vocabulary
+        does not know it."""
+        for form in dict.fromkeys((normalize(value), _us_spelling(normalize(value)))):
+            target = form if self._listed(base, form) else self.names.get(base, {}).get(form)
+            if target is None and base == "medication":
+                target = self._stem_class(form)
+            if target is None and (c := self.code(base, form)) is not None:
+                return f"code:{c}"
+            if target is not None:
+                c = self.code(base, target)
+                return f"code:{c}" if c is not None else f"term:{target}"
+        return None
+
+    def same(self, base: str, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` name one concept of slot type ``base``: equal, one ontology code, or one known
+        value through its other names. The one item identity (state merge, policy, cards, simulators, scorers)."""
+        if normalize(a) == normalize(b):
+            return True
+        ca = self.canonical(base, a)
+        return ca is not None and ca == self.canonical(base, b)
+
+
+_BRITISH = re.compile(r"(?<=[a-z])(ae|oe)(?=[a-z])")
+
+
+def _us_spelling(form: str) -> str:
+    """``haematuria`` -> ``hematuria``, ``oedema`` -> ``edema``: the US spelling the MediTOD release mostly uses."""
+    out = _BRITISH.sub(lambda m: "e", form)
+    return re.sub(r"^oe", "e", out)
+
+
+def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | None = None,
+                    extra: bool = True) -> Vocabulary:
+    """The dataset-to-ontology table of ``path``, plus (``extra``) the values ``agent.core.lay_terms`` adds from the
+    Human Phenotype Ontology and the curated drug classes."""
+    onto = ontology or load_ontology()
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(raw, dict):
+        raise VocabularyError(f"{path}: expected a mapping of slot type -> {{term: ontology code}}")
+    table: dict[str, dict[str, str | None]] = {}
+    for base, terms in raw.items():
+        if base not in cmas.SLOTS:
+            raise VocabularyError(f"{path}: unknown slot type {base!r}")
+        if not isinstance(terms, dict):
+            raise VocabularyError(f"{path}: {base}: expected a mapping term -> ontology code (or null)")
+        table[base] = {}
+        for term, code in terms.items():
+            if code is not None and code not in onto.codes.get(base, ()):
+                raise VocabularyError(f"{path}: {base}.{term}: {code!r} is not an ontology code of {base}")
+            table[base][normalize(str(term))] = code
+    vocab = Vocabulary(onto, table)
+    if extra:
+        from agent.core.lay_terms import common_names, extra_terms, inn_stems, other_names  # the sources beyond MediTOD
+
+        for base, values in extra_terms().items():
+            for value in values:
+                if not vocab.known(base, value):  # a keyword of an ontology entry keeps pointing at its code
+                    table.setdefault(base, {})[value] = vocab.code(base, value)
+        for base, entries in common_names().items():
+            for value in entries:
+                if not vocab.known(base, value):
+                    raise VocabularyError(f"common names: {base}.{value} is not a value the vocabulary knows")
+        vocab.names = {base: {n: v for n, v in names.items() if vocab.known(base, v)}
+                       for base, names in other_names().items()}
+        vocab.drug_class = inn_stems().drug_class
+    return vocab
+
+
+@lru_cache(maxsize=1)
+def default_vocabulary() -> Vocabulary:
+    return load_vocabulary()
+
+
+# A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.
+_PAIN_SITE = {
+    "abdomen": "abdominal",
+    "joints": "joint",
+    "testicles": "testicular",
+    "lower back": "low back",
+    "ears": "ear",
+}
+
+
+def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
+    """What a symptom item names: its value, and for a located pain the pain of each place, as the dataset
+    (``chest pain``) and lay speech (``abdominal pain``) name it, so a rule or a check written either way sees it."""
+    names = [value]
+    if value == "pain" or value.endswith(" pain"):
+        for loc in item.get("location") or []:
+            if isinstance(loc, str):
+                names += [f"{loc} pain", f"{_PAIN_SITE.get(loc.casefold(), loc)} pain"]
+    return list(dict.fromkeys(names))
+
+
+def find_item(
+    state: dict[str, Any], base: str, value: str, vocab: Vocabulary
+) -> tuple[str | None, dict[str, Any]] | None:
+    """``(status, item)`` of the state's item naming the same concept as ``value`` under any status, or None: the one
+    lookup the questionnaire policy, the case cards and the simulators share."""
+    for status, item in cmas.slot_items(state, base):
+        v = item.get("value")
+        if isinstance(v, str) and vocab.same(base, v, value):
+            return status, item
+    return None

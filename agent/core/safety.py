@@ -1,0 +1,510 @@
+"""Safety: red-flag rules over the patient state, the standing disclaimer, and patient-text hygiene.
+
+Red flags are data (``configs/red_flags.yaml``): which CMAS values, in which slot and status,
+all-of / any-of, and the escalation message. Values match through the vocabulary
+(``agent.ontology``), so a rule written with the ontology's ``fainting`` fires on the
+dataset's ``syncope``.
+
+Patient text is data, never instructions: the only way it changes the patient state is
+through NLU frames that are valid CMAS (:func:`admit_frames`); whatever else a model
+produced is set aside and reported, never merged.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from agent.core import cmas
+from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
+from agent.core.grounding import ground_frames
+from agent.core.lay_terms import gloss
+from agent.core.ontology import Vocabulary, default_vocabulary, symptom_names
+from agent.core.paths import REPO_ROOT
+from agent.core.semantic import Encoder, default_encoder
+from agent.core.tracker import update_state
+
+DEFAULT_RULES = REPO_ROOT / "configs" / "red_flags.yaml"
+
+DISCLAIMER = (
+    "This history was taken by an automated assistant. It is not a diagnosis or medical advice and does not "
+    "replace assessment by a qualified clinician. If you feel very unwell or your symptoms get worse, call your "
+    "local emergency number."
+)
+
+LEVELS = ("emergency", "urgent", "possible")
+"""Flag levels, most severe first: the one home (banner, note and sort order read it). A rule is written
+``emergency`` or ``urgent``; a flag raised on uncertain evidence (a hedged or merely similar clause) is shown as
+``possible``: the clinician sees it with its evidence, and the patient gets the rule's message all the same."""
+RULE_LEVELS = LEVELS[:2]
+
+
+def level_rank(level: object) -> int:
+    """A level's place in :data:`LEVELS` (0: emergency); anything else sorts after every level. The one ordering the
+    graph (a flag raised again when more severe), the summary and the policy (most severe first) use."""
+    return LEVELS.index(level) if level in LEVELS else len(LEVELS)
+
+
+class RuleError(ValueError):
+    pass
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Condition:
+    slot: str
+    values: tuple[str, ...]
+    status: tuple[str, ...] = ("positive",)
+    location: tuple[str, ...] = ()  # places, matched as whole words (:func:`located`)
+    min_severity: float | None = None
+    level: str | None = None  # an ``any_of`` condition that raises the rule above its level when it holds
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    message: str
+    level: str = "urgent"
+    all_of: tuple[Condition, ...] = ()
+    any_of: tuple[Condition, ...] = ()
+    phrases: tuple[str, ...] = ()  # lay phrasings that raise the flag from the patient's own words
+    descriptions: tuple[str, ...] = ()  # what a patient with this flag says: the semantic matcher's references
+    source: str = ""  # the guideline the red-flag set comes from
+    hedge_keeps_level: bool = False  # a hedge is how patients say it (self-harm, suicide): never "possible"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """Cosine similarity (all-MiniLM-L6-v2) of a patient clause to a rule description at which the rule fires at
+    its level (``fire``) or is raised as ``possible``."""
+
+    fire: float = 0.74
+    possible: float = 0.68
+    margin: float = 0.05  # how much nearer to the rule than to any ordinary complaint a clause must be to fire
+
+
+@dataclass
+class RedFlag:
+    """A fired rule; ``evidence``: the state items that made it fire (``{"slot": "positive_symptom", "value": ...}``)."""
+
+    id: str
+    message: str
+    level: str
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule]
+    vocab: Vocabulary
+    finder: PhraseFinder | None = None  # the rules' phrases, with ConText status
+    screen: Screen = field(default_factory=Screen)
+    clauses: ClauseReader = field(default_factory=default_clause_reader)
+    encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
+    ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
+
+    @cached_property
+    def ordinary_embeddings(self) -> np.ndarray:
+        return (self.encoder or default_encoder()).embed_references(list(self.ordinary))
+
+    @cached_property
+    def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
+        """Every rule description as (rule index, text, negated) and their unit embeddings, one row each."""
+        rows = [(i, d) for i, r in enumerate(self.rules) for d in r.descriptions]
+        negated = {c.text.lower(): c.negated for d in dict.fromkeys(t for _, t in rows) for c in self.clauses.clauses(d)}
+        refs = [(i, d, negated.get(d.lower(), False)) for i, d in rows]
+        return refs, (self.encoder or default_encoder()).embed_references([d for _, d in rows])
+
+
+def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | None = None) -> Condition:
+    """One condition; ``rule_level``: the rule's level where the condition is an ``any_of`` one (the only place a
+    condition may carry a ``level``, above the rule's)."""
+    if not isinstance(raw, dict):
+        raise RuleError(f"{where}: expected a mapping")
+    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "level"}:
+        raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
+    slot = raw.get("slot")
+    if slot not in cmas.SLOTS:
+        raise RuleError(f"{where}: unknown slot type {slot!r}")
+    spec = cmas.SLOTS[slot]
+    values = raw.get("values")
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise RuleError(f"{where}: 'values' must be a non-empty list of strings")
+    for v in values:
+        if not vocab.known(slot, v):
+            raise RuleError(f"{where}: {v!r} is neither an ontology code nor a configs/vocabulary.yaml term of {slot}")
+    status = raw.get("status", ["positive"])
+    status = [status] if isinstance(status, str) else status
+    for s in status:
+        if s not in spec.statuses:
+            raise RuleError(f"{where}: status {s!r} is not one of {spec.statuses}")
+    sev = raw.get("min_severity")
+    if sev is not None and not isinstance(sev, int | float):
+        raise RuleError(f"{where}: min_severity must be a number")
+    location = raw.get("location") or []
+    if not isinstance(location, list) or not all(isinstance(x, str) and x.strip() for x in location):
+        raise RuleError(f"{where}: 'location' must be a list of place names")
+    level = raw.get("level")
+    if level is not None:
+        if rule_level is None:
+            raise RuleError(f"{where}: 'level' belongs to an any_of condition (the level the rule rises to with it)")
+        if level not in RULE_LEVELS or RULE_LEVELS.index(level) >= RULE_LEVELS.index(rule_level):
+            raise RuleError(f"{where}: level {level!r} must be a level above the rule's ({rule_level!r})")
+    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, level)
+
+
+def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None) -> RuleSet:
+    vocab = vocab or default_vocabulary()
+    raw = yaml.safe_load(Path(path).read_text())
+    if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
+        raise RuleError(f"{path}: expected a mapping with a 'rules' list")
+    if unknown := set(raw) - {"rules", "screen", "ordinary"}:
+        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: ['ordinary', 'rules', 'screen']")
+    rules, seen = [], set()
+    for i, r in enumerate(raw["rules"]):
+        where = f"{path}: rules.{i}"
+        if not isinstance(r, dict):
+            raise RuleError(f"{where}: expected a mapping")
+        if unknown := set(r) - _RULE_KEYS:
+            raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
+        rid, message = r.get("id"), r.get("message")
+        if not isinstance(rid, str) or not rid or rid in seen:
+            raise RuleError(f"{where}: 'id' must be a unique non-empty string")
+        if not isinstance(message, str) or not message.strip():
+            raise RuleError(f"{where}: 'message' is required")
+        level = r.get("level", "urgent")
+        if level not in RULE_LEVELS:
+            raise RuleError(f"{where}: level {level!r} is not one of {RULE_LEVELS}")
+        all_of = tuple(_condition(c, f"{where}.all_of.{j}", vocab) for j, c in enumerate(r.get("all_of") or []))
+        any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab, level) for j, c in enumerate(r.get("any_of") or []))
+        if not all_of and not any_of:
+            raise RuleError(f"{where}: a rule needs 'all_of' or 'any_of'")
+        phrases = _texts(r.get("phrases"), f"{where}: 'phrases'")
+        descriptions = _texts(r.get("descriptions"), f"{where}: 'descriptions'")
+        source = r.get("source", "")
+        if not isinstance(source, str):
+            raise RuleError(f"{where}: 'source' must be a string (the guideline the rule comes from)")
+        keeps = r.get("hedge_keeps_level", False)
+        if not isinstance(keeps, bool):
+            raise RuleError(f"{where}: 'hedge_keeps_level' must be true or false")
+        seen.add(rid)
+        rules.append(Rule(rid, message.strip(), level, all_of, any_of, tuple(" ".join(p.lower().split()) for p in phrases),
+                          tuple(" ".join(d.split()) for d in descriptions), source.strip(), keeps))
+    finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
+    ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
+    return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary)
+
+
+_RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "phrases", "descriptions", "source", "hedge_keeps_level"}
+
+
+def _texts(raw: object, where: str) -> list[str]:
+    raw = raw or []
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise RuleError(f"{where} must be a list of non-empty strings")
+    return raw
+
+
+def _screen(raw: object, path: str | Path) -> Screen:
+    if raw is None:
+        return Screen()
+    if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin"}:
+        raise RuleError(f"{path}: screen: expected a mapping with 'fire', 'possible' and 'margin' (cosine similarities)")
+    screen = Screen(**{k: float(v) for k, v in raw.items()})
+    if not 0 < screen.possible <= screen.fire <= 1:
+        raise RuleError(f"{path}: screen: need 0 < possible <= fire <= 1, got {screen}")
+    return screen
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _severity(item: dict[str, Any]) -> float | None:
+    m = _NUMBER.search(str(item.get("severity") or ""))
+    return float(m.group()) if m else None
+
+
+_SIDE_SUFFIX = re.compile(r"\s*\((l|r)\)$")
+_FILLER = re.compile(r"\b(?:the|my|his|her|their|your|a)\b")
+_POSITIONS = frozenset("back front top bottom side base tip middle centre center inside outside underside edge "
+                       "part area region structure upper lower".split())
+"""Words that say where on a place, not which place: in ``back of the head`` only the head is a place."""
+
+
+def _place_text(location: str) -> str:
+    """A location as words: case-folded, ``knee(L)`` as ``left knee``, hyphens as spaces, no articles."""
+    text = " ".join(location.casefold().replace("-", " ").split())
+    if m := _SIDE_SUFFIX.search(text):
+        text = f"{'left' if m.group(1) == 'l' else 'right'} {text[:m.start()]}"
+    return " ".join(_FILLER.sub(" ", text).split())
+
+
+def _places(location: str) -> list[str]:
+    """The places a location names: in ``<part> of <place>`` each part except a bare position (``back``, ``side``,
+    ``structure``), so ``back of the head`` is the head, ``structure of calf of leg`` the calf and the leg and
+    ``left side of the body`` the left side and the body."""
+    parts = _place_text(location).split(" of ")
+    return [p for p in parts[:-1] if p and not set(p.split()) <= _POSITIONS] + [parts[-1]]
+
+
+def located(wanted: Iterable[str], locations: Iterable[str]) -> bool:
+    """Whether a location is at one of the ``wanted`` places: a place name matches a location that names it as whole
+    words (``arm``: the ``left arm``, not the ``armpit`` nor the ``forearm``; ``side``: not ``inside``), one way only
+    (a rule's ``left leg`` is not any ``leg``), and never through a position (``back`` of the head)."""
+    wants = [w for w in (_place_text(x) for x in wanted) if w]
+    for loc in locations:
+        if not isinstance(loc, str):
+            continue
+        whole, places = _place_text(loc), _places(loc)
+        for want in wants:
+            pattern = re.compile(rf"(?<!\w){re.escape(want)}(?!\w)")
+            if want == whole or any(pattern.search(p) for p in places):
+                return True
+    return False
+
+
+def _located(cond: Condition, item: dict[str, Any]) -> bool:
+    return not cond.location or located(cond.location, item.get("location") or [])
+
+
+def _matches(state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    spec = cmas.SLOTS[cond.slot]
+    names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
+    evidence = []
+    for name in names:
+        for item in state.get(name) or []:
+            value = item.get("value")
+            if not isinstance(value, str):
+                continue
+            if not any(vocab.same(cond.slot, n, v) for n in symptom_names(value, item) for v in cond.values):
+                continue
+            if not _located(cond, item):
+                continue
+            if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
+                continue
+            evidence.append({"slot": name, "value": value, **({"severity": item["severity"]} if "severity" in item else {}),
+                             **({"location": item["location"]} if item.get("location") else {})})
+    return evidence
+
+
+def _rule_evidence(rule: Rule, state: dict[str, Any], vocab: Vocabulary, uncertain: bool) -> tuple[list[dict[str, Any]], str] | None:
+    """The evidence for ``rule`` in ``state`` and the level it reaches (None: it does not fire): the rule's level,
+    or the most severe ``level`` of the ``any_of`` conditions that hold. ``uncertain``: items the patient was unsure
+    about (status unknown) count as well as positive ones. An item that meets two conditions is cited once."""
+    def found(cond: Condition) -> list[dict[str, Any]]:
+        statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
+        return _matches(state, cond, vocab, statuses)
+
+    evidence: list[dict[str, Any]] = []
+    level = rule.level
+    for cond in rule.all_of:
+        got = found(cond)
+        if not got:
+            return None
+        evidence.extend(got)
+    if rule.any_of:
+        held = [(cond, got) for cond in rule.any_of if (got := found(cond))]
+        if not held:
+            return None
+        evidence.extend(e for _, got in held for e in got)
+        level = min((c.level or rule.level for c, _ in held), key=LEVELS.index)
+    unique = [e for i, e in enumerate(evidence) if e not in evidence[:i]]
+    return unique, level
+
+
+def check_red_flags(state: dict[str, Any], rules: RuleSet | None = None) -> list[RedFlag]:
+    """The rules the state satisfies, in rule order, each with its evidence, at the rule's level or the level an
+    ``any_of`` condition that holds raises it to (suspected DKA). A rule satisfied only with items the patient was
+    unsure about ("not sure if I passed out") is raised as ``possible`` (at its own level when a hedge keeps the
+    level: self-harm, suicide)."""
+    rules = rules or default_rules()
+    flags = []
+    for rule in rules.rules:
+        if (found := _rule_evidence(rule, state, rules.vocab, uncertain=False)) is not None:
+            evidence, level = found
+            flags.append(RedFlag(rule.id, rule.message, level, evidence))
+        elif (found := _rule_evidence(rule, state, rules.vocab, uncertain=True)) is not None:
+            evidence, level = found
+            flags.append(RedFlag(rule.id, rule.message, level if rule.hedge_keeps_level else "possible", evidence))
+    return flags
+
+
+def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
+    """The rule's level for firm evidence; "possible" for a merely similar clause, and for a hedged one unless the
+    rule keeps its level through hedges (self-harm, suicide)."""
+    if not firm:
+        return "possible"
+    return rule.level if rule.hedge_keeps_level or not uncertain else "possible"
+
+
+def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+    out: dict[str, RedFlag] = {}
+    if rules.finder is None:
+        return out
+    by_id = {r.id: r for r in rules.rules}
+    for f in rules.finder.find(text)[0]:
+        rule = by_id[f.key]
+        if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
+            continue
+        level = _level(rule, uncertain=f.status == "unknown" or f.historical)
+        flag = out.setdefault(rule.id, RedFlag(rule.id, rule.message, level, []))
+        if LEVELS.index(level) < LEVELS.index(flag.level):
+            flag.level = level
+        flag.evidence.append({"text": f.text, "sentence": f.sentence, "match": "phrase"})
+    return out
+
+
+def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+    """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
+    fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
+    itself negated ("I don't want to be here any more")."""
+    refs, ref_emb = rules.references
+    if not refs:
+        return {}
+    clauses = [c for c in rules.clauses.clauses(text) if not c.family]
+    if not clauses:
+        return {}
+    emb = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
+    sims = emb @ ref_emb.T
+    ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
+    negated = np.array([c.negated for c in clauses])[:, None]
+    past = np.array([c.historical for c in clauses])[:, None]
+    ref_negated = np.array([neg for _, _, neg in refs])[None, :]
+    keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
+    usable = ((~negated | ref_negated) & (~past | keeps)  # context: no denial, no past (but self-harm's)
+              & (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin)  # nearer the flag than the ordinary
+              & (sims >= rules.screen.possible))
+    best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
+    for ci, ri in zip(*np.nonzero(usable), strict=True):
+        rule_i, sim = refs[ri][0], float(sims[ci, ri])
+        if sim > best.get(rule_i, (0.0, 0, 0))[0]:
+            best[rule_i] = (sim, int(ci), int(ri))
+    out = {}
+    for rule_i, (sim, ci, ri) in best.items():
+        rule, clause = rules.rules[rule_i], clauses[ci]
+        level = _level(rule, clause.uncertain or clause.historical, firm=sim >= rules.screen.fire)
+        out[rule.id] = RedFlag(rule.id, rule.message, level, [
+            {"text": clause.text, "matched": refs[ri][1], "similarity": round(sim, 3), "match": "semantic"}])
+    return out
+
+
+def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False) -> list[RedFlag]:
+    """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
+    (whole words) and the semantic screen (each clause against the rules' descriptions), both reading ConText
+    ("no blood in my sputum" and "my father coughed up blood" do not fire). Recall before precision: a hedged or
+    merely similar statement is raised as ``possible``. One flag per rule, at the most severe level either gives.
+
+    ``opening``: the turn is the interview's opening statement, where a guardian may be speaking for the patient
+    ("My son had a fit this morning"): that report is read as the patient's own (``clinical_text.as_the_patient``)
+    and each flag's evidence names who spoke."""
+    rules = rules or default_rules()
+    if not text.strip():
+        return []
+    relative = None
+    if opening:
+        text, relative = as_the_patient(text)
+    found = _phrase_flags(text, rules)
+    for rid, flag in _semantic_flags(text, rules).items():
+        if rid not in found:
+            found[rid] = flag
+            continue
+        have = found[rid]
+        if LEVELS.index(flag.level) < LEVELS.index(have.level):
+            have.level = flag.level
+        have.evidence.extend(flag.evidence)
+    if relative:
+        for flag in found.values():
+            for e in flag.evidence:
+                e["told_by"] = f"a guardian, speaking of their {relative} (read as the patient's own words)"
+    return [found[r.id] for r in rules.rules if r.id in found]
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RuleSet:
+    return load_rules()
+
+
+# --------------------------------------------------------------------------- patient text is data
+
+MAX_PATIENT_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_INJECTION = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\bignore (all |any )?(your |the |previous |prior |above )*(instructions|rules|prompt)",
+        r"\bdisregard (all |any )?(your |the |previous |prior |above )*(instructions|rules|prompt)",
+        r"\b(system|developer) (prompt|message)\b",
+        r"\byou are now\b",
+        r"\bact as\b",
+        r"\bpretend (to be|you are)\b",
+        r"<\|?(im_start|im_end|system|assistant|user)\|?>",
+        r"\bnew instructions\b",
+    )
+]
+
+
+def clean_patient_text(text: str, max_chars: int = MAX_PATIENT_CHARS) -> str:
+    """Patient text as it may enter a prompt: NFC, no control or bidi-override characters, bounded length.
+    A lone UTF-16 surrogate (``"\\ud800"``: not a character, and no session store can encode it) becomes U+FFFD; a
+    well-formed pair becomes its character. Nothing else changes: the words are the patient's and stay so."""
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = _CONTROL.sub("", unicodedata.normalize("NFC", text)).strip()
+    return text[:max_chars]
+
+
+def injection_markers(text: str) -> list[str]:
+    """The instruction-like phrases found in patient text (for the session record; never used to act)."""
+    found = [m for p in _INJECTION if (m := p.search(text))]
+    return [m.group(0) for m in sorted(found, key=lambda m: m.start())]
+
+
+@dataclass
+class Admitted:
+    """NLU output after the CMAS gate: ``frames`` are strict CMAS; ``rejected`` is what was set aside, by path."""
+
+    frames: list[dict[str, Any]]
+    rejected: dict[str, Any]
+
+
+def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | None = None) -> Admitted:
+    """The only door from NLU output to the patient state: schema-valid CMAS frames pass, anything else
+    (unknown slots, attributes, intents, free text, instructions) is set aside and reported.
+
+    With ``vocab``, the frames must also be grounded (``agent.grounding``): a medical head value the vocabulary
+    does not know is set aside, and with ``utterance`` so is a free-text value the patient did not say.
+    """
+    lenient = cmas.parse_nlu_lenient(raw)
+    frames, rejected = cmas.parse_nlu(lenient.value), dict(lenient.extra)
+    if vocab is not None:
+        frames = cmas.parse_nlu(ground_frames(frames, utterance, vocab, rejected))
+    return Admitted(frames, rejected)
+
+
+def apply_patient_turn(state: dict[str, Any], raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict[str, Any], Admitted]:
+    """The new patient state after one patient turn, changed only through admitted frames."""
+    admitted = admit_frames(raw_nlu, vocab)
+    return cmas.parse_state(update_state(state, admitted.frames)), admitted
+
+
+# --------------------------------------------------------------------------- the agent is not a clinician
+
+_CLINICIAN_CLAIMS = re.compile(
+    r"\b(i am|i'm|i’m|as) (a |an |your )?(doctor|physician|clinician|nurse|gp|medical doctor|specialist)\b"
+    r"|\bmy diagnosis is\b|\bi (can )?diagnose you\b|\byou (definitely|certainly) have\b",
+    re.IGNORECASE,
+)
+
+
+def claims_clinician(text: str) -> bool:
+    """True when agent text presents the agent as a clinician or states a diagnosis as fact."""
+    return bool(_CLINICIAN_CLAIMS.search(text))

@@ -179,8 +179,7 @@ class PhraseFinder:
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
 
-
-    def _word_matches(self, doc) -> list[tuple[int, int, int]]:
+    def _word_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         """``(label, start, end)`` of each token the ``words`` function gives a key, labelled ``W:<key>``."""
         if self._words is None:
             return []

@@ -165,7 +165,8 @@ class Vocabulary:
 
     def known(self, base: str, value: str) -> bool:
         """True when ``value`` is an ontology code or a listed dataset term of slot type ``base``."""
-        return self._listed(base, normalize(value)) or (base == "medication" and self._stem_class(normalize(value)) is not None)
+        v = normalize(value)
+        return self._listed(base, v) or (base == "medication" and self._stem_class(v) is not None)
 
     def _listed(self, base: str, v: str) -> bool:
         return v in self.ontology.codes.get(base, ()) or v in self.table.get(base, {})

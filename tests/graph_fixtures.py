@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from agent.app.graph_state import InterviewState
-from agent.app.sessions import SessionStore
+from agent.app.sessions import Session, SessionStore
 from agent.core import cmas
 from agent.core.data import load_dialogues
 from policies.agent_config import load_config
@@ -30,6 +30,14 @@ def default_store(session_dir: Path | str) -> Iterator[SessionStore]:
     cfg["session"]["dir"] = str(session_dir)
     with SessionStore(cfg) as store:
         yield store
+
+
+def talk(store: SessionStore, *lines: str) -> Session:
+    """A fresh interview on ``store`` with the patient's ``lines`` sent in order (whatever the agent asks between)."""
+    session = store.start()
+    for line in lines:
+        session.send(line)
+    return session
 
 
 def gold_config(session_dir: Path | str | None = None, **session: object) -> dict:

@@ -10,7 +10,7 @@ from the development or held-aside material):
 from __future__ import annotations
 
 import pytest
-from graph_fixtures import default_store
+from graph_fixtures import default_store, talk
 
 from agent.core.clinical_text import PhraseFinder, word_stem
 from agent.core.ontology import default_vocabulary
@@ -80,8 +80,7 @@ def store(tmp_path_factory):
     ("I was told years back that I have degenerative joint disease in my hips.", "medical_history", "osteoarthritis"),
 ])
 def test_a_long_term_condition_in_the_patients_words_reaches_the_state(store, said, slot, value):
-    session = store.start()
-    session.send(said)
+    session = talk(store, said)
     assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == "positive"
 
 
@@ -120,8 +119,7 @@ def test_not_being_able_to_is_no_denial():
     ("I've been really bunged up, I only go every four days.", "symptom", "constipation", "positive"),
 ])
 def test_medicines_and_habits_in_the_patients_words(store, said, slot, value, status):
-    session = store.start()
-    session.send(said)
+    session = talk(store, said)
     assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == status
 
 
@@ -131,8 +129,7 @@ def test_medicines_and_habits_in_the_patients_words(store, said, slot, value, st
     ("I've been weeing a lot more than usual.", "difficulty passing urine"),  # a gloss word alone is no complaint
 ])
 def test_no_fact_is_invented_from_nearby_words(store, said, not_value):
-    session = store.start()
-    session.send(said)
+    session = talk(store, said)
     values = [str(i.get("value")) for items in session.state().patient_state.values() if isinstance(items, list)
               for i in items if isinstance(i, dict)]
     assert not [v for v in values if not_value in v], values

@@ -11,7 +11,7 @@ held-aside material), through the real graph and SQLite sessions on configs/defa
 from __future__ import annotations
 
 import pytest
-from graph_fixtures import default_store
+from graph_fixtures import default_store, talk
 
 from agent.app.sessions import SessionStore
 from agent.core import cmas
@@ -23,13 +23,6 @@ from eval.runs.generalisation import find_status
 def store(tmp_path_factory):
     with default_store(tmp_path_factory.mktemp("generalisation")) as s:
         yield s
-
-
-def talk(store: SessionStore, *lines: str):
-    session = store.start()
-    for line in lines:
-        session.send(line)
-    return session
 
 
 def status_of(state: dict, slot: str, value: str) -> str | None:

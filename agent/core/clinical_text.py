@@ -40,8 +40,8 @@ def conversation_rules() -> list[Any]:
               "not certain", "can't remember", "don't remember", "no idea"]
     rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
     rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
-    rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in ("but", "except", "although", "though",
-                                                                                    "however", "just", "only", "other than")]
+    terminators = ("but", "except", "although", "though", "however", "just", "only", "other than")
+    rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
@@ -59,7 +59,8 @@ def conversation_rules() -> list[Any]:
     # "I've lost weight without trying", "I wet myself without realising": "without" + an intention or awareness
     # word says how it happened, and denies nothing.
     rules.append(ConTextRule("without trying", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
-        {"LOWER": "without"}, {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
+        {"LOWER": "without"},
+        {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
         {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
                           "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
     rules.append(ConTextRule("not been able to", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
@@ -105,7 +106,8 @@ father-in-law mother-in-law""".split())
 RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
 grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
 friends flatmate roommate colleague boss""".split())
-REPORTING_VERBS = frozenset("""says said say saying thinks thought reckons reckoned noticed notices notice tells told telling mentioned
+REPORTING_VERBS = frozenset("""says said say saying thinks thought reckons reckoned noticed notices notice tells told
+telling mentioned
 pointed complains complained worries worried saw sees heard hears feels felt wonders wondered""".split())
 
 
@@ -162,7 +164,7 @@ class PhraseFinder:
             if name == "medspacy_context":
                 norms = [t.norm_ for t in doc]
                 found = [*exact(doc), *inflected(_stemmed(doc))]
-                for t, n in zip(doc, norms):
+                for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
                 covered = {i for _, start, end in found for i in range(start, end)}
                 found += [m for m in self._word_matches(doc) if m[1] not in covered]  # a listed phrase wins
@@ -173,9 +175,11 @@ class PhraseFinder:
         for ent in doc.ents:
             sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
             kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start or m.direction == "BACKWARD"}
-            status = "negative" if "NEGATED_EXISTENCE" in kinds else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive"
+            status = ("negative" if "NEGATED_EXISTENCE" in kinds
+                      else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive")
             offset = sents[sent].start_char
-            out.append(Found(keys.get(ent.label_) or ent.label_.removeprefix(_WORD), ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
+            key = keys.get(ent.label_) or ent.label_.removeprefix(_WORD)
+            out.append(Found(key, ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
 
@@ -221,9 +225,8 @@ def word_stem(word: str) -> str:
         w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
     elif w.endswith(("ches", "shes", "sses", "xes", "zes")):
         w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    elif w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")):
+    elif (w.endswith("s") and not w.endswith(("ss", "us", "is"))) or (
+            w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy"))):
         w = w[:-1]
     return w[:-1] if len(w) > 3 and w.endswith("e") else w
 
@@ -416,7 +419,8 @@ def proxy_subject(text: str) -> str | None:
     head: str = words[i].removesuffix("'s")
     if ({w.removesuffix("'s") for w in words[i + 1:]} - {head}) & _BLOOD_RELATIVES:
         return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
-    if head not in GUARDED or not _PRESENT.search(text) or _FAMILY_PAST.search(text) or _OWN_COMPLAINT.search(text) or _REPORTS_ON_ME.search(text):
+    if head not in GUARDED or not _PRESENT.search(text) or any(
+            p.search(text) for p in (_FAMILY_PAST, _OWN_COMPLAINT, _REPORTS_ON_ME)):
         return None
     return head
 

@@ -130,7 +130,8 @@ def hpo_selection(path: str | Path = HPO_TERMS) -> dict[str, dict[str, str]]:
             if not isinstance(hid, str) or not _HPO_ID.match(hid):
                 raise LayTermsError(f"{path}: {section}.{value}: {hid!r} is not an HPO id (HP:0000000)")
             if hid not in terms:
-                raise LayTermsError(f"{path}: {section}.{value}: {hid} is not a current term of the installed HPO release")
+                raise LayTermsError(
+                    f"{path}: {section}.{value}: {hid} is not a current term of the installed HPO release")
             out[section][_norm(str(value))] = hid
     return out
 

@@ -95,7 +95,8 @@ class Screen:
 
 @dataclass
 class RedFlag:
-    """A fired rule; ``evidence``: the state items that made it fire (``{"slot": "positive_symptom", "value": ...}``)."""
+    """A fired rule; ``evidence``: the state items that made it fire
+    (``{"slot": "positive_symptom", "value": ...}``)."""
 
     id: str
     message: str
@@ -121,7 +122,9 @@ class RuleSet:
     def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
         """Every rule description as (rule index, text, negated) and their unit embeddings, one row each."""
         rows = [(i, d) for i, r in enumerate(self.rules) for d in r.descriptions]
-        negated = {c.text.lower(): c.negated for d in dict.fromkeys(t for _, t in rows) for c in self.clauses.clauses(d)}
+        negated = {
+            c.text.lower(): c.negated for d in dict.fromkeys(t for _, t in rows) for c in self.clauses.clauses(d)
+        }
         refs = [(i, d, negated.get(d.lower(), False)) for i, d in rows]
         return refs, (self.encoder or default_encoder()).embed_references([d for _, d in rows])
 
@@ -198,8 +201,19 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if not isinstance(keeps, bool):
             raise RuleError(f"{where}: 'hedge_keeps_level' must be true or false")
         seen.add(rid)
-        rules.append(Rule(rid, message.strip(), level, all_of, any_of, tuple(" ".join(p.lower().split()) for p in phrases),
-                          tuple(" ".join(d.split()) for d in descriptions), source.strip(), keeps))
+        rules.append(
+            Rule(
+                rid,
+                message.strip(),
+                level,
+                all_of,
+                any_of,
+                tuple(" ".join(p.lower().split()) for p in phrases),
+                tuple(" ".join(d.split()) for d in descriptions),
+                source.strip(),
+                keeps,
+            )
+        )
     finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
     return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary)
@@ -219,7 +233,9 @@ def _screen(raw: object, path: str | Path) -> Screen:
     if raw is None:
         return Screen()
     if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin"}:
-        raise RuleError(f"{path}: screen: expected a mapping with 'fire', 'possible' and 'margin' (cosine similarities)")
+        raise RuleError(
+            f"{path}: screen: expected a mapping with 'fire', 'possible' and 'margin' (cosine similarities)"
+        )
     screen = Screen(**{k: float(v) for k, v in raw.items()})
     if not 0 < screen.possible <= screen.fire <= 1:
         raise RuleError(f"{path}: screen: need 0 < possible <= fire <= 1, got {screen}")
@@ -236,8 +252,10 @@ def _severity(item: dict[str, Any]) -> float | None:
 
 _SIDE_SUFFIX = re.compile(r"\s*\((l|r)\)$")
 _FILLER = re.compile(r"\b(?:the|my|his|her|their|your|a)\b")
-_POSITIONS = frozenset("back front top bottom side base tip middle centre center inside outside underside edge "
-                       "part area region structure upper lower".split())
+_POSITIONS = frozenset(
+    "back front top bottom side base tip middle centre center inside outside underside edge "
+    "part area region structure upper lower".split()
+)
 """Words that say where on a place, not which place: in ``back of the head`` only the head is a place."""
 
 
@@ -245,7 +263,7 @@ def _place_text(location: str) -> str:
     """A location as words: case-folded, ``knee(L)`` as ``left knee``, hyphens as spaces, no articles."""
     text = " ".join(location.casefold().replace("-", " ").split())
     if m := _SIDE_SUFFIX.search(text):
-        text = f"{'left' if m.group(1) == 'l' else 'right'} {text[:m.start()]}"
+        text = f"{'left' if m.group(1) == 'l' else 'right'} {text[: m.start()]}"
     return " ".join(_FILLER.sub(" ", text).split())
 
 
@@ -277,7 +295,9 @@ def _located(cond: Condition, item: dict[str, Any]) -> bool:
     return not cond.location or located(cond.location, item.get("location") or [])
 
 
-def _matches(state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def _matches(
+    state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
     spec = cmas.SLOTS[cond.slot]
     names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
     evidence = []
@@ -292,15 +312,24 @@ def _matches(state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses
                 continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
                 continue
-            evidence.append({"slot": name, "value": value, **({"severity": item["severity"]} if "severity" in item else {}),
-                             **({"location": item["location"]} if item.get("location") else {})})
+            evidence.append(
+                {
+                    "slot": name,
+                    "value": value,
+                    **({"severity": item["severity"]} if "severity" in item else {}),
+                    **({"location": item["location"]} if item.get("location") else {}),
+                }
+            )
     return evidence
 
 
-def _rule_evidence(rule: Rule, state: dict[str, Any], vocab: Vocabulary, uncertain: bool) -> tuple[list[dict[str, Any]], str] | None:
+def _rule_evidence(
+    rule: Rule, state: dict[str, Any], vocab: Vocabulary, uncertain: bool
+) -> tuple[list[dict[str, Any]], str] | None:
     """The evidence for ``rule`` in ``state`` and the level it reaches (None: it does not fire): the rule's level,
     or the most severe ``level`` of the ``any_of`` conditions that hold. ``uncertain``: items the patient was unsure
     about (status unknown) count as well as positive ones. An item that meets two conditions is cited once."""
+
     def found(cond: Condition) -> list[dict[str, Any]]:
         statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
         return _matches(state, cond, vocab, statuses)
@@ -381,9 +410,12 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     past = np.array([c.historical for c in clauses])[:, None]
     ref_negated = np.array([neg for _, _, neg in refs])[None, :]
     keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
-    usable = ((~negated | ref_negated) & (~past | keeps)  # context: no denial, no past (but self-harm's)
-              & (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin)  # nearer the flag than the ordinary
-              & (sims >= rules.screen.possible))
+    usable = (
+        (~negated | ref_negated)
+        & (~past | keeps)  # context: no denial, no past (but self-harm's)
+        & (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin)  # nearer the flag than the ordinary
+        & (sims >= rules.screen.possible)
+    )
     best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
     for ci, ri in zip(*np.nonzero(usable), strict=True):
         rule_i, sim = refs[ri][0], float(sims[ci, ri])
@@ -393,8 +425,12 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     for rule_i, (sim, ci, ri) in best.items():
         rule, clause = rules.rules[rule_i], clauses[ci]
         level = _level(rule, clause.uncertain or clause.historical, firm=sim >= rules.screen.fire)
-        out[rule.id] = RedFlag(rule.id, rule.message, level, [
-            {"text": clause.text, "matched": refs[ri][1], "similarity": round(sim, 3), "match": "semantic"}])
+        out[rule.id] = RedFlag(
+            rule.id,
+            rule.message,
+            level,
+            [{"text": clause.text, "matched": refs[ri][1], "similarity": round(sim, 3), "match": "semantic"}],
+        )
     return out
 
 
@@ -490,7 +526,9 @@ def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | 
     return Admitted(frames, rejected)
 
 
-def apply_patient_turn(state: dict[str, Any], raw_nlu: object, vocab: Vocabulary | None = None) -> tuple[dict[str, Any], Admitted]:
+def apply_patient_turn(
+    state: dict[str, Any], raw_nlu: object, vocab: Vocabulary | None = None
+) -> tuple[dict[str, Any], Admitted]:
     """The new patient state after one patient turn, changed only through admitted frames."""
     admitted = admit_frames(raw_nlu, vocab)
     return cmas.parse_state(update_state(state, admitted.frames)), admitted

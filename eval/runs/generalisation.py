@@ -91,18 +91,32 @@ def _story_report(story: dict, got: Interview, vocab: Vocabulary) -> dict:
         if not cmas.SLOTS[slot].medical:
             continue
         for status, item in cmas.slot_items(got.state, slot):
-            if not any(s == slot and any(vocab.same(slot, n, v) for n in symptom_names(str(item.get("value", "")), item)) for s, v in listed):
+            if not any(
+                s == slot and any(vocab.same(slot, n, v) for n in symptom_names(str(item.get("value", "")), item))
+                for s, v in listed
+            ):
                 unlisted.append({"slot": slot, "value": item.get("value"), "status": status or "positive"})
     stated = story.get("red_flags") or []
     raised = [any(r in got.flags for r in group) for group in stated]
-    return {"id": story["id"], "system": story.get("system"), "expected": len(expected), "found": len(found),
-            "wrong_status": wrong, "missed": missed, "must_not_present": violations, "unlisted": unlisted,
-            "red_flags_stated": len(stated), "red_flags_raised": sum(raised), "flags": got.flags,
-            "false_alarm": bool(got.flags) and not stated}
+    return {
+        "id": story["id"],
+        "system": story.get("system"),
+        "expected": len(expected),
+        "found": len(found),
+        "wrong_status": wrong,
+        "missed": missed,
+        "must_not_present": violations,
+        "unlisted": unlisted,
+        "red_flags_stated": len(stated),
+        "red_flags_raised": sum(raised),
+        "flags": got.flags,
+        "false_alarm": bool(got.flags) and not stated,
+    }
 
 
-def run_stories(store: SessionStore, path: Path = STORIES, vocab: Vocabulary | None = None,
-                progress: bool = True) -> dict:
+def run_stories(
+    store: SessionStore, path: Path = STORIES, vocab: Vocabulary | None = None, progress: bool = True
+) -> dict:
     vocab = vocab or default_vocabulary()
     stories = _load(path)["stories"]
     rows = [_story_report(s, interview(store, s["patient"]), vocab) for s in _bar(stories, "stories", progress)]
@@ -139,9 +153,16 @@ def run_statements(store: SessionStore, path: Path = STATEMENTS, progress: bool 
         got = interview(store, [s["text"]]).flags
         if got:
             alarms.append({"text": s["text"], "raised": got})
-    return {"flagged": len(flagged), "raised": hits, "raised_share": round(hits / max(len(flagged), 1), 3),
-            "quiet": len(quiet), "false_alarms": len(alarms), "false_alarm_share": round(len(alarms) / max(len(quiet), 1), 3),
-            "missed": misses, "alarms": alarms}
+    return {
+        "flagged": len(flagged),
+        "raised": hits,
+        "raised_share": round(hits / max(len(flagged), 1), 3),
+        "quiet": len(quiet),
+        "false_alarms": len(alarms),
+        "false_alarm_share": round(len(alarms) / max(len(quiet), 1), 3),
+        "missed": misses,
+        "alarms": alarms,
+    }
 
 
 def run_phrasings(store: SessionStore, path: Path = PHRASINGS, progress: bool = True) -> dict:
@@ -150,21 +171,34 @@ def run_phrasings(store: SessionStore, path: Path = PHRASINGS, progress: bool = 
     for rule, entry in _bar(list(data.items()), "red-flag phrasings", progress):
         f = [rule in interview(store, [t]).flags for t in entry["fires"]]
         n = [rule not in interview(store, [t]).flags for t in entry["negated"]]
-        per_rule[rule] = {"fires": f"{sum(f)}/{len(f)}", "negated_silent": f"{sum(n)}/{len(n)}",
-                          "missed": [t for t, ok in zip(entry["fires"], f, strict=True) if not ok],
-                          "negated_fired": [t for t, ok in zip(entry["negated"], n, strict=True) if not ok]}
+        per_rule[rule] = {
+            "fires": f"{sum(f)}/{len(f)}",
+            "negated_silent": f"{sum(n)}/{len(n)}",
+            "missed": [t for t, ok in zip(entry["fires"], f, strict=True) if not ok],
+            "negated_fired": [t for t, ok in zip(entry["negated"], n, strict=True) if not ok],
+        }
         fired, silent, total = fired + sum(f), silent + sum(n), total + len(f)
-    return {"phrasings": total, "fired": fired, "fired_share": round(fired / max(total, 1), 3),
-            "negated_silent": silent, "negated_silent_share": round(silent / max(total, 1), 3),
-            "rules_all_firing": sum(r["fires"].split("/")[0] == r["fires"].split("/")[1] for r in per_rule.values()),
-            "rules": len(per_rule), "by_rule": per_rule}
+    return {
+        "phrasings": total,
+        "fired": fired,
+        "fired_share": round(fired / max(total, 1), 3),
+        "negated_silent": silent,
+        "negated_silent_share": round(silent / max(total, 1), 3),
+        "rules_all_firing": sum(r["fires"].split("/")[0] == r["fires"].split("/")[1] for r in per_rule.values()),
+        "rules": len(per_rule),
+        "by_rule": per_rule,
+    }
 
 
 DEV_MATERIAL = REPO_ROOT / "data" / "generalisation_dev"
 
 
-def run(config: str | Path = DEFAULT_CONFIG, parts: Iterable[str] = ("stories", "statements", "phrasings"),
-        progress: bool = True, material: str | Path | None = None) -> dict:
+def run(
+    config: str | Path = DEFAULT_CONFIG,
+    parts: Iterable[str] = ("stories", "statements", "phrasings"),
+    progress: bool = True,
+    material: str | Path | None = None,
+) -> dict:
     """The held-aside material's report; ``material``: another folder with ``stories.yaml`` and
     ``red_flag_statements.yaml`` in the same formats (the development set, ``data/generalisation_dev``, is the one
     mechanisms are tuned on; the held-aside set only measures them)."""
@@ -180,7 +214,8 @@ def run(config: str | Path = DEFAULT_CONFIG, parts: Iterable[str] = ("stories", 
         with SessionStore(cfg) as store:
             for part in parts:
                 out[part] = {"stories": run_stories, "statements": run_statements, "phrasings": run_phrasings}[part](
-                    store, paths[part], progress=progress)
+                    store, paths[part], progress=progress
+                )
     return out
 
 
@@ -188,19 +223,27 @@ def table(report: dict) -> str:
     """The README's rows."""
     rows = ["| measure | value |", "| --- | --- |"]
     if s := report.get("stories"):
-        rows += [f"| stories: recall of stated facts ({s['facts_stated']} facts, {s['stories']} stories) | {s['recall']:.3f} |",
-                 f"| stories: facts with the wrong status | {s['wrong_status']} |",
-                 f"| stories: items that must not appear (invented, wrong owner) | {s['must_not_present']} |",
-                 f"| stories: state items not among the stated facts | {s['unlisted_items']} |",
-                 f"| stories: stated red flags raised | {s['red_flags_raised']}/{s['red_flags_stated']} |",
-                 f"| stories: quiet stories with a flag | {s['quiet_stories_with_a_flag']}/{s['quiet_stories']} |"]
+        rows += [
+            f"| stories: recall of stated facts ({s['facts_stated']} facts, {s['stories']} stories) |"
+            f" {s['recall']:.3f} |",
+            f"| stories: facts with the wrong status | {s['wrong_status']} |",
+            f"| stories: items that must not appear (invented, wrong owner) | {s['must_not_present']} |",
+            f"| stories: state items not among the stated facts | {s['unlisted_items']} |",
+            f"| stories: stated red flags raised | {s['red_flags_raised']}/{s['red_flags_stated']} |",
+            f"| stories: quiet stories with a flag | {s['quiet_stories_with_a_flag']}/{s['quiet_stories']} |",
+        ]
     if s := report.get("statements"):
-        rows += [f"| red-flag statements raised | {s['raised']}/{s['flagged']} ({s['raised_share']:.2f}) |",
-                 f"| quiet statements with a flag (false alarms) | {s['false_alarms']}/{s['quiet']} ({s['false_alarm_share']:.2f}) |"]
+        rows += [
+            f"| red-flag statements raised | {s['raised']}/{s['flagged']} ({s['raised_share']:.2f}) |",
+            f"| quiet statements with a flag (false alarms) | {s['false_alarms']}/{s['quiet']} "
+            f"({s['false_alarm_share']:.2f}) |",
+        ]
     if s := report.get("phrasings"):
-        rows += [f"| rule phrasings firing | {s['fired']}/{s['phrasings']} ({s['fired_share']:.2f}) |",
-                 f"| negated phrasings silent | {s['negated_silent']}/{s['phrasings']} ({s['negated_silent_share']:.2f}) |",
-                 f"| rules with every phrasing firing | {s['rules_all_firing']}/{s['rules']} |"]
+        rows += [
+            f"| rule phrasings firing | {s['fired']}/{s['phrasings']} ({s['fired_share']:.2f}) |",
+            f"| negated phrasings silent | {s['negated_silent']}/{s['phrasings']} ({s['negated_silent_share']:.2f}) |",
+            f"| rules with every phrasing firing | {s['rules_all_firing']}/{s['rules']} |",
+        ]
     return "\n".join(rows)
 
 
@@ -223,12 +266,21 @@ def _bar(items: list, desc: str, progress: bool) -> Iterable:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("generalisation", help="held-aside stories, red-flag statements and rule phrasings through the graph")
+    p = sub.add_parser(
+        "generalisation", help="held-aside stories, red-flag statements and rule phrasings through the graph"
+    )
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="agent config (default: the embedded default agent)")
-    p.add_argument("--only", choices=["stories", "statements", "phrasings"], action="append",
-                   help="run only these parts (repeatable)")
-    p.add_argument("--material", help="a folder with stories.yaml and red_flag_statements.yaml instead of the held-aside "
-                   "set (e.g. data/generalisation_dev, the development set mechanisms are tuned on)")
+    p.add_argument(
+        "--only",
+        choices=["stories", "statements", "phrasings"],
+        action="append",
+        help="run only these parts (repeatable)",
+    )
+    p.add_argument(
+        "--material",
+        help="a folder with stories.yaml and red_flag_statements.yaml instead of the held-aside "
+        "set (e.g. data/generalisation_dev, the development set mechanisms are tuned on)",
+    )
     p.add_argument("--json", action="store_true", help="the whole report as JSON (default: the README table)")
     p.add_argument("--out", help="also write the JSON report here")
     p.set_defaults(func=_cmd)

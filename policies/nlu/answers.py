@@ -90,9 +90,11 @@ class AnswerReader:
         said = {(m.base, m.value) for m in mentions}
         status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
         named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
-        # "What do you take it for?" - "It's for my asthma": what the answer names is the purpose, else the doctor's topic
-        named_purpose = next((m.value for m in mentions if m.base in ("medical_history", "symptom")
-                              and m.status == "positive"), None)
+        # "What do you take it for?" - "It's for my asthma": what the answer names is the purpose, else the
+        # doctor's topic
+        named_purpose = next(
+            (m.value for m in mentions if m.base in ("medical_history", "symptom") and m.status == "positive"), None
+        )
         topic = named_purpose or self.doctor_topic(doctor)
         doctor_factors = self.doctor_factors(doctor, polarity)
         for base, value, checks in asked:
@@ -118,14 +120,21 @@ class AnswerReader:
                 continue
             if named:
                 continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
-            if polarity == "affirm" and any(m.status == "positive" and (m.base == "symptom" or (
-                    cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions):
+            if polarity == "affirm" and any(
+                m.status == "positive"
+                and (m.base == "symptom" or (cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text)))
+                for m in mentions
+            ):
                 # "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is
                 # about what they named (a symptom; or a habit, a medicine, a condition unless the reply points
                 # back at the question: "sometimes I've noticed it, like with my asthma")
                 continue
-            if polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text) and any(
-                    cmas.SLOTS[m.base].medical for m in mentions):
+            if (
+                polarity == "deny"
+                and not _ANSWER_WORD.match(text)
+                and not _REFERS_BACK.search(text)
+                and any(cmas.SLOTS[m.base].medical for m in mentions)
+            ):
                 # "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it
                 # names, not a "no" to the question
                 continue
@@ -138,8 +147,13 @@ class AnswerReader:
             attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
             if known == "positive" and not checks and status == "negative" and not extracted:
                 continue  # "is the pain radiating?" - "No": the patient still has the pain
-            if known and base == "symptom" and doctor_factors and not extracted and \
-                    any(c.get("type") == "ana_factors" for c in checks):
+            if (
+                known
+                and base == "symptom"
+                and doctor_factors
+                and not extracted
+                and any(c.get("type") == "ana_factors" for c in checks)
+            ):
                 item = frame.item(base, value, known)
                 for k, v in doctor_factors.items():
                     set_attr(item, k, v)
@@ -169,7 +183,7 @@ class AnswerReader:
         return not busy and len(re.findall(r"[a-z']+", text.lower())) <= max_words
 
     def doctor_factors(self, doctor: str, polarity: str | None) -> dict[str, list[str]]:
-        """"Does lying down make it worse?" - "Yes": the factor is the doctor's, the answer the patient's."""
+        """ "Does lying down make it worse?" - "Yes": the factor is the doctor's, the answer the patient's."""
         if polarity not in ("affirm", "deny") or not doctor:
             return {}
         asked = attr.factors(attr.clean(doctor), self.lexicon.factors)
@@ -212,9 +226,18 @@ class AnswerReader:
             elif kind in ("where", "duration") and kind in spec.scalar and item.get(kind) is None:
                 item[kind] = values[0]
 
-    def answer_checks(self, frame: Frame, base: str, value: str, checks: list[dict], sents: list[str],
-                      status: str | None, polarity: str | None, topic: str | None = None,
-                      busy: set[int] | None = None) -> bool:
+    def answer_checks(
+        self,
+        frame: Frame,
+        base: str,
+        value: str,
+        checks: list[dict],
+        sents: list[str],
+        status: str | None,
+        polarity: str | None,
+        topic: str | None = None,
+        busy: set[int] | None = None,
+    ) -> bool:
         """Attributes the answer gives for the asked checks, applied to the item when ``status`` is given; whether
         there are any."""
         found: dict = {}
@@ -249,15 +272,27 @@ class AnswerReader:
         self.check_values(item, checks, base)
         return bool(found)
 
-    def _symptom_checks(self, found: dict, value: str, checks: list[dict], kinds: set, sents: list[str], whole: str,
-                        polarity: str | None, busy: set[int]) -> None:
+    def _symptom_checks(
+        self,
+        found: dict,
+        value: str,
+        checks: list[dict],
+        kinds: set,
+        sents: list[str],
+        whole: str,
+        polarity: str | None,
+        busy: set[int],
+    ) -> None:
         for i, clause in enumerate(sents):
             if i in busy:
                 continue  # "I smoke a pack a day" answers nothing about the asked cough
             for k, v in self.details.symptom_attributes(clause, value, kinds).items():
-                wanted = (k in kinds or k in ("onset", "severity", "progression", "duration", "frequency")
-                          or k.endswith("factor")
-                          or (k.endswith("characteristics") and "characteristics" in kinds))
+                wanted = (
+                    k in kinds
+                    or k in ("onset", "severity", "progression", "duration", "frequency")
+                    or k.endswith("factor")
+                    or (k.endswith("characteristics") and "characteristics" in kinds)
+                )
                 if wanted:
                     set_attr(found, k, v)
         for c in checks:
@@ -265,8 +300,9 @@ class AnswerReader:
                 options = [o.strip() for v in c["values"] for o in re.split(r"\bor\b|,", v)]
                 said = [o for o in options if o and re.search(rf"\b{re.escape(o.split()[0])}\b", whole)]
                 if said:
-                    found["positive_characteristics"] = [COUGH_KIND.get(o.split()[0], o) if value == "coughing" else o
-                                                         for o in said]
+                    found["positive_characteristics"] = [
+                        COUGH_KIND.get(o.split()[0], o) if value == "coughing" else o for o in said
+                    ]
             if c.get("type") == "duration" and c.get("values") and polarity == "affirm":
                 found.setdefault("duration", c["values"][0])
 

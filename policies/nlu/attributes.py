@@ -15,7 +15,9 @@ import re
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
         r"a few|few|a couple of|couple of|a couple|several|many|a|an)")
 _UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?)"
-_HEDGE = r"(?:(?:about|around|like|roughly|maybe|probably|almost|nearly|over|at least|the|um|uh|just|these|last|past)\s+)*"
+_HEDGE = (
+    r"(?:(?:about|around|like|roughly|maybe|probably|almost|nearly|over|at least|the|um|uh|just|these|last|past)\s+)*"
+)
 
 _ONSET_PATTERNS = [
     # "two months ago", "a few days ago"
@@ -24,87 +26,167 @@ _ONSET_PATTERNS = [
     re.compile(rf"\b(?:for|over|in|since|during|these|this)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
     re.compile(rf"\b(?:started|began|start|begun|came on|it's been|been)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
 ]
-_SINCE = re.compile(r"\b(since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last (?:week|night|month|year)"
-                    r"|this morning|the weekend|christmas|[a-z]+ (?:ago)))\b")
-_RELATIVE = re.compile(r"\b(?:started|began|came on|noticed it|start)\s+(?:on\s+|just\s+)?(yesterday|last night|this morning|"
-                       r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b")
+_SINCE = re.compile(
+    r"\b(since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last (?:week|night|month|year)"
+    r"|this morning|the weekend|christmas|[a-z]+ (?:ago)))\b"
+)
+_RELATIVE = re.compile(
+    r"\b(?:started|began|came on|noticed it|start)\s+(?:on\s+|just\s+)?(yesterday|last night|this morning|"
+    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
+)
 
 _DURATION = [
     (re.compile(r"\ball day long and throughout the night\b"), "all day long and throughout the night"),
     (re.compile(r"\b(?:all day and (?:all )?night|day and night|night and day)\b"), "all day and night"),
     (re.compile(r"\ball day\b"), "all day"),
     (re.compile(r"\b(?:constant|constantly|all the time|non-stop|nonstop|continuous|continuously)\b"), "constant"),
-    (re.compile(r"\b(?:comes and goes|come and go|on and off|off and on|intermittent|intermittently)\b"), "intermittent"),
+    (
+        re.compile(r"\b(?:comes and goes|come and go|on and off|off and on|intermittent|intermittently)\b"),
+        "intermittent",
+    ),
     (re.compile(rf"\blasts?\s+(?:for\s+)?{_HEDGE}((?:{_NUM})\s+{_UNIT})\b"), None),
 ]
 
 _FREQ = [
-    re.compile(rf"\b((?:a few|few|a couple of|couple of|once|twice|one or two|two or three|{_NUM}(?:\s+to\s+{_NUM})?)"
-               rf"\s+times?\s+(?:a|an|per|every|each|in a)\s+(?:hour|day|night|week|month|year))\b"),
+    re.compile(
+        rf"\b((?:a few|few|a couple of|couple of|once|twice|one or two|two or three|{_NUM}(?:\s+to\s+{_NUM})?)"
+        rf"\s+times?\s+(?:a|an|per|every|each|in a)\s+(?:hour|day|night|week|month|year))\b"
+    ),
     re.compile(r"\b((?:once|twice)\s+(?:a|per)\s+(?:day|week|month|year))\b"),
     re.compile(r"\b((?:a|one|half a|two|\d+)\s+packs?\s+(?:a|per)\s+(?:day|week))\b"),
-    re.compile(rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+)\s+(?:cigarettes|cigs|drinks|beers|glasses of wine|glasses|joints|cups)"
-               r"\s+(?:a|per|every|each)\s+(?:day|night|week|weekend))\b"),
-    re.compile(r"\b((?:one or two|a couple of|a few|\d+|one|two|three)\s+(?:beers|drinks|glasses of wine)\s+on the weekends?)\b"),
-    re.compile(r"\b(every (?:day|night|morning|evening|week|weekend)|daily|nightly|weekly|most days|on weekends|on the weekends?)\b"),
+    re.compile(
+        rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+)\s+(?:cigarettes|cigs|drinks|beers|glasses of wine|glasses|joints|cups)"
+        r"\s+(?:a|per|every|each)\s+(?:day|night|week|weekend))\b"
+    ),
+    re.compile(
+        r"\b((?:one or two|a couple of|a few|\d+|one|two|three)\s+(?:beers|drinks|glasses of wine)\s+on the"
+        r" weekends?)\b"
+    ),
+    re.compile(
+        r"\b(every (?:day|night|morning|evening|week|weekend)|daily|nightly|weekly|most days|on weekends|on"
+        r" the weekends?)\b"
+    ),
     re.compile(r"\b(at least [a-z0-9]+ to [a-z0-9]+ times in a week)\b"),
 ]
 
-_SEVERITY_NUM = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\s*(?:/|out of|over)\s*(?:10|ten)\b")
+_SEVERITY_NUM = re.compile(
+    r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\s*(?:/|out of|over)\s*(?:10|ten)\b"
+)
 _SEVERITY_WORD = re.compile(r"\b(mild|moderate|severe|excruciating|unbearable)\b")
-_BARE_NUMBER = re.compile(r"^\W*(?:uh|um|er|i'd say|i would say|probably|maybe|about|around|like|\s)*"
-                          r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b")
-_WORD_NUMBERS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten".split())}
+_BARE_NUMBER = re.compile(
+    r"^\W*(?:uh|um|er|i'd say|i would say|probably|maybe|about|around|like|\s)*"
+    r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b"
+)
+_WORD_NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 
 _PROGRESSION = [
-    (re.compile(r"\b(?:rapidly|quickly|fast)\s+(?:getting\s+)?worse\b|\bworse very quickly\b"), "rapidly getting worse over time"),
+    (
+        re.compile(r"\b(?:rapidly|quickly|fast)\s+(?:getting\s+)?worse\b|\bworse very quickly\b"),
+        "rapidly getting worse over time",
+    ),
     (re.compile(r"\b(?:rapidly|quickly)\s+(?:getting\s+)?better\b"), "rapidly getting better over time"),
-    (re.compile(r"\b(?:getting|gotten|got|been getting|becoming|grown)\s+(?:a (?:bit|little|lot)\s+|much\s+|progressively\s+)?worse\b"
-                r"|\bworsening\b|\bworse and worse\b|\bprogressively worse\b|\bworse over time\b"), "gradually getting worse over time"),
-    (re.compile(r"\b(?:getting|gotten|got|been getting)\s+(?:a (?:bit|little|lot)\s+)?better\b|\bimproving\b|\bimproved\b"),
-     "gradually getting better over time"),
-    (re.compile(r"\b(?:stayed|staying|stays|been|is|it's)\s+(?:about|pretty much|pretty)?\s*the same\b|\bunchanged\b|\bno change\b"),
-     "unchanged with time"),
+    (
+        re.compile(
+            r"\b(?:getting|gotten|got|been getting|becoming|grown)\s+(?:a (?:bit|little|lot)\s+|much\s+"
+            r"|progressively\s+)?worse\b"
+            r"|\bworsening\b|\bworse and worse\b|\bprogressively worse\b|\bworse over time\b"
+        ),
+        "gradually getting worse over time",
+    ),
+    (
+        re.compile(
+            r"\b(?:getting|gotten|got|been getting)\s+(?:a (?:bit|little|lot)\s+)?better\b|\bimproving\b|\bimproved\b"
+        ),
+        "gradually getting better over time",
+    ),
+    (
+        re.compile(
+            r"\b(?:stayed|staying|stays|been|is|it's)\s+(?:about|pretty much|pretty)?\s*the same\b"
+            r"|\bunchanged\b|\bno change\b"
+        ),
+        "unchanged with time",
+    ),
     (re.compile(r"\b(?:fluctuat\w*|up and down|better some days)\b"), "fluctuating"),
 ]
 
-_COLOR = re.compile(r"\b((?:(?:white|clear|yellow|yellowish|green|greenish|brown|brownish|grey|gray|rusty|red|pink|pinkish|"
-                    r"bloody|dark|frothy|cloudy)(?:\s*(?:or|and|to|-|,)\s*)?){1,3})\b")
-_COLOR_WORDS = {"white", "clear", "yellow", "yellowish", "green", "greenish", "brown", "brownish", "grey", "gray", "rusty",
-                "red", "pink", "pinkish", "bloody", "dark", "frothy", "cloudy"}
-_VOLUME = re.compile(rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+|half a)\s*(?:to\s+{_NUM}\s+)?(?:teaspoons?|tablespoons?|cups?|mouthfuls?|"
-                     r"spoonfuls?|cupfuls?)(?:\s+(?:a|per|each)\s+(?:day|hour))?)\b")
+_COLOR = re.compile(
+    r"\b((?:(?:white|clear|yellow|yellowish|green|greenish|brown|brownish|grey|gray|rusty|red|pink|pinkish|"
+    r"bloody|dark|frothy|cloudy)(?:\s*(?:or|and|to|-|,)\s*)?){1,3})\b"
+)
+_COLOR_WORDS = {
+    "white",
+    "clear",
+    "yellow",
+    "yellowish",
+    "green",
+    "greenish",
+    "brown",
+    "brownish",
+    "grey",
+    "gray",
+    "rusty",
+    "red",
+    "pink",
+    "pinkish",
+    "bloody",
+    "dark",
+    "frothy",
+    "cloudy",
+}
+_VOLUME = re.compile(
+    rf"\b((?:{_NUM}|\d+\s*(?:to|-)\s*\d+|half a)\s*(?:to\s+{_NUM}\s+)?(?:teaspoons?|tablespoons?|cups?|mouthfuls?|"
+    r"spoonfuls?|cupfuls?)(?:\s+(?:a|per|each)\s+(?:day|hour))?)\b"
+)
 
 _AGG = re.compile(r"\b(worse|aggravat\w*|trigger\w*|brings? (?:it )?on|sets? (?:it )?off|worsens?|flares? up|harder)\b")
 _WHEN = re.compile(r"\b(?:when|whenever|every time|if|after|on)\s+(?:i|i'm|i am|going|climbing|walking|doing)\b")
-_ALL = re.compile(r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?|goes away|go away|went away"
-                  r"|settles?|settled|subsides?|subsided|disappears?|disappeared)\b")
+_ALL = re.compile(
+    r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?|goes away|go away|went away"
+    r"|settles?|settled|subsides?|subsided|disappears?|disappeared)\b"
+)
 _NEG_FACTOR = re.compile(r"\b(nothing|not really|doesn't|does not|didn't|hasn't|don't|isn't)\b")
 
-_AGE = re.compile(r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b(\d{1,3})\s*years? old\b")
+_AGE = re.compile(
+    r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b"
+    r"(\d{1,3})\s*years? old\b"
+)
 _SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(man|woman|male|female|guy|lady)\b")
 _DWELLING = re.compile(
-    r"\b((?:(?:small|big|large|little|tiny|old|new|shared|rented|one-bedroom|two-bedroom|basement|ground floor|detached)\s+)*"
+    r"\b((?:(?:small|big|large|little|tiny|old|new|shared|rented|one-bedroom|two-bedroom|basement|ground floor"
+    r"|detached)\s+)*"
     r"(?:apartment|flat|house|condo|bungalow|townhouse|trailer|dorm|care home|nursing home|shelter|farm|"
-    r"retirement home|group home))\b")
+    r"retirement home|group home))\b"
+)
 _JOB = [
-    re.compile(r"\b(?:i work|i'm working|i am working|working)\s+(?:as|in)\s+(?:a |an |the )?([a-z][a-z\- ]{1,30}?)"
-               r"(?=[,.;!?]| and | so | but | with | at |$)"),
-    re.compile(r"\bmy (?:job|work) is (?:pretty much |basically |just )?(?:a |an )?([a-z][a-z\- ]{1,30}?)(?=[,.;!?]| and | so | but |$)"),
-    re.compile(r"\ba ((?:desk|office|construction|factory|retail|manual|warehouse|sales|teaching|nursing|farm|mining|"
-               r"cleaning|kitchen|restaurant|driving|computer)\s+job)\b"),
+    re.compile(
+        r"\b(?:i work|i'm working|i am working|working)\s+(?:as|in)\s+(?:a |an |the )?([a-z][a-z\- ]{1,30}?)"
+        r"(?=[,.;!?]| and | so | but | with | at |$)"
+    ),
+    re.compile(
+        r"\bmy (?:job|work) is (?:pretty much |basically |just )?(?:a |an )?([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|"
+        r" and | so | but |$)"
+    ),
+    re.compile(
+        r"\ba ((?:desk|office|construction|factory|retail|manual|warehouse|sales|teaching|nursing|farm|mining|"
+        r"cleaning|kitchen|restaurant|driving|computer)\s+job)\b"
+    ),
 ]
-_JOB_FIELD = re.compile(r"\bi(?:'m| am) in (sales|retail|construction|finance|marketing|education|healthcare|it|tech|"
-                        r"insurance|banking|real estate|hospitality|accounting|administration|nursing|teaching)\b")
+_JOB_FIELD = re.compile(
+    r"\bi(?:'m| am) in (sales|retail|construction|finance|marketing|education|healthcare|it|tech|"
+    r"insurance|banking|real estate|hospitality|accounting|administration|nursing|teaching)\b"
+)
 _JOB_ASKED = re.compile(r"\b(?:i'm|i am|im)\s+(?:a |an |in )?([a-z][a-z\- ]{1,30}?)(?=[,.;!?]| and | so | but | at |$)")
 _TRAVEL = re.compile(r"\b(travel\w*|trips?|abroad|vacation|holidays?|flew|flight|overseas)\b")
 _DESTINATION = re.compile(r"\b(?:to|in|from)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 _WHERE = re.compile(r"\b(at work|at home|at school|at the office|at daycare|in the house)\b")
-_IMPACT_NO = re.compile(r"\b(?:didn't|did not|doesn't|does not|hasn't|has not|haven't|not)\s+(?:\w+\s+)?(?:help|helped|work|worked|"
-                        r"do anything|done anything|made a difference)|\bno (?:help|difference)\b|\bnot (?:much|really)\b")
-_IMPACT_MAYBE = re.compile(r"\b(?:sometimes|kind of|sort of|a bit|a little|somewhat|bit)\s+(?:help|helps|helped|better)\b|"
-                           r"\bhelps? a (?:bit|little)\b")
+_IMPACT_NO = re.compile(
+    r"\b(?:didn't|did not|doesn't|does not|hasn't|has not|haven't|not)\s+(?:\w+\s+)?(?:help|helped|work|worked|"
+    r"do anything|done anything|made a difference)|\bno (?:help|difference)\b|\bnot (?:much|really)\b"
+)
+_IMPACT_MAYBE = re.compile(
+    r"\b(?:sometimes|kind of|sort of|a bit|a little|somewhat|bit)\s+(?:help|helps|helped|better)\b|"
+    r"\bhelps? a (?:bit|little)\b"
+)
 _IMPACT_YES = re.compile(r"\b(?:helps?|helped|helping|works?|worked|better|relief|relieves)\b")
 _FILLER = re.compile(r"\b(?:um+|uh+|er+|ah+|hm+|like)\b[,]?\s*")
 

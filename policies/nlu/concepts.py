@@ -121,7 +121,9 @@ class ConceptMatcher:
         that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
         (``agent.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
         named_l = [n.lower() for n in named if n.strip()]
-        clauses = [c for c in self.clauses.clauses(text) if not c.historical and not any(n in c.text.lower() for n in named_l)]
+        clauses = [
+            c for c in self.clauses.clauses(text) if not c.historical and not any(n in c.text.lower() for n in named_l)
+        ]
         if not clauses:
             return []
         texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone

@@ -43,27 +43,36 @@ class DetailReader:
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
         prog = attr.progression(clause)
-        if prog and not (prog.endswith("worse over time") and re.search(r"\bworse (?:at|in|when|with|after|if|on)\b", clause)):
+        if prog and not (
+            prog.endswith("worse over time") and re.search(r"\bworse (?:at|in|when|with|after|if|on)\b", clause)
+        ):
             set_attr(out, "progression", prog)
         for key, values in attr.factors(clause, self.lexicon.factors).items():
             set_attr(out, key, [v for v in values if not self.vocab.same("symptom", v, value)])
         if self.vocab.same("symptom", value, "colored/excess sputum"):
             set_attr(out, "color", attr.color(clause))
             set_attr(out, "volume", attr.volume(clause))
-        if "pain" in value or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs") or \
-                "location" in asked_checks:
-            set_attr(out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations)
-                                       if x not in value])  # "chest pain" located in the chest says nothing new
+        if (
+            "pain" in value
+            or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs")
+            or "location" in asked_checks
+        ):
+            set_attr(
+                out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations) if x not in value]
+            )  # "chest pain" located in the chest says nothing new
         if value != "coughing" and ("characteristics" in asked_checks or "pain" in value):
             set_attr(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))
         if value == "coughing":
             kinds = [v for k, v in COUGH_KIND.items() if re.search(rf"\b{k}\b", clause)]
-            if kinds and ("characteristics" in asked_checks or re.search(r"\b(dry|wet|productive|barky|harsh)\b", clause)):
+            if kinds and (
+                "characteristics" in asked_checks or re.search(r"\b(dry|wet|productive|barky|harsh)\b", clause)
+            ):
                 set_attr(out, "positive_characteristics", list(dict.fromkeys(kinds)))
         return out
 
-    def attributes(self, frame: Frame, mentions: list[Mention], sents: list[str],
-                   asked: list[tuple[str, str, list[dict]]]) -> None:
+    def attributes(
+        self, frame: Frame, mentions: list[Mention], sents: list[str], asked: list[tuple[str, str, list[dict]]]
+    ) -> None:
         """Each mention's attributes from its own segment; a sentence naming nothing dates what was just named."""
         asked_checks = {c.get("type") for _, _, checks in asked for c in checks}
         by_sent: dict[int, list[Mention]] = {}
@@ -89,8 +98,9 @@ class DetailReader:
             for m in here:
                 self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
 
-    def _other_attributes(self, frame: Frame, m: Mention, here: list[Mention], clause: str, sentence: str,
-                          asked_checks: set[str]) -> None:
+    def _other_attributes(
+        self, frame: Frame, m: Mention, here: list[Mention], clause: str, sentence: str, asked_checks: set[str]
+    ) -> None:
         if m.base == "habit" and m.status == "positive":
             item = frame.item("habit", m.value, "positive")
             set_attr(item, "frequency", attr.frequency(clause))
@@ -111,7 +121,7 @@ class DetailReader:
 
     @staticmethod
     def share_trailing_time(frame: Frame, symptoms: list[Mention]) -> None:
-        """"A cough that's been getting worse, and short of breath for the last few months": a time said once, after
+        """ "A cough that's been getting worse, and short of breath for the last few months": a time said once, after
         several symptoms, dates the earlier ones that have no time of their own. Only onset travels back, and only
         to symptoms named before it in the same sentence (a later symptom's "since yesterday" stays its own)."""
         ordered = sorted(symptoms, key=lambda m: m.char_start)

@@ -104,15 +104,24 @@ class EnsembleNLU:
             if new:
                 rule_item.update(new)
                 enriched.append(f"{rule_name}:{value}:{','.join(sorted(new))}")
-        if merged:
-            frames = cmas.parse_nlu([{"intent": "inform", "slots": merged}])
-        else:
-            frames = rule.value
+        frames = cmas.parse_nlu([{"intent": "inform", "slots": merged}]) if merged else rule.value
         meta = {
-            "nlu": "ensemble", "model_raw": model.raw, "model_format_error": model.format_error,
-            "added_from_model": added, "enriched_from_model": enriched, "disagreements": disagreements,
+            "nlu": "ensemble",
+            "model_raw": model.raw,
+            "model_format_error": model.format_error,
+            "added_from_model": added,
+            "enriched_from_model": enriched,
+            "disagreements": disagreements,
             "latency_s": round(float(rule.meta.get("latency_s") or 0) + float(model.meta.get("latency_s") or 0), 6),
-            **{f"model_{k}": v for k, v in model.meta.items() if k in ("prompt_tokens", "completion_tokens", "adapter")},
+            **{
+                f"model_{k}": v for k, v in model.meta.items() if k in ("prompt_tokens", "completion_tokens", "adapter")
+            },
         }
-        return ModuleOutput(value=frames, raw=model.raw, format_error=None, repaired=model.repaired,
-                            extra={**model.extra, **admitted.rejected}, meta=meta)
+        return ModuleOutput(
+            value=frames,
+            raw=model.raw,
+            format_error=None,
+            repaired=model.repaired,
+            extra={**model.extra, **admitted.rejected},
+            meta=meta,
+        )

@@ -118,7 +118,9 @@ def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]])
     return out
 
 
-def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None, lay_terms: bool = True) -> Lexicon:
+def load_lexicon(
+    path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None, lay_terms: bool = True
+) -> Lexicon:
     """The lexicon of ``path``; with ``lay_terms``, plus the HPO labels and lay synonyms and the drug-class names of
     ``agent.lay_terms`` (off: to measure what they add)."""
     vocab = vocab or default_vocabulary()
@@ -137,8 +139,10 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
     for base, table in [*emitted.items(), *(("medical_history", conditions), ("family_history", conditions))]:
         for value in table:
             if not vocab.known(base, value):
-                raise LexiconError(f"{path}: {value!r} is neither an ontology code nor a configs/vocabulary.yaml "
-                                   f"term of {base}: add it to the vocabulary or fix the spelling")
+                raise LexiconError(
+                    f"{path}: {value!r} is neither an ontology code nor a configs/vocabulary.yaml "
+                    f"term of {base}: add it to the vocabulary or fix the spelling"
+                )
     terms = [Term(p, base, v) for base, table in emitted.items() for v, ps in table.items() for p in ps]
     terms += [Term(p, CONDITION, v) for v, ps in conditions.items() for p in ps]
     explicit = {t.phrase for t in terms}
@@ -159,8 +163,11 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = 
         relations=tuple(_phrases(raw.get("relations") or [], f"{path}: relations")),
         locations=locations,
         factors=factors,
-        characteristics={p: v for v, ps in _value_table(raw.get("characteristics") or {},
-                                                        f"{path}: characteristics").items() for p in ps},
+        characteristics={
+            p: v
+            for v, ps in _value_table(raw.get("characteristics") or {}, f"{path}: characteristics").items()
+            for p in ps
+        },
         answers={k: tuple(_phrases(v, f"{path}: answers.{k}")) for k, v in answers.items()},
         acknowledgements=frozenset(_phrases(raw.get("acknowledgements") or [], f"{path}: acknowledgements")),
     )

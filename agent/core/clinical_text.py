@@ -37,7 +37,9 @@ def conversation_rules() -> list[Any]:
     # Uncertainty about whether it happens, not the hedges people wrap a plain statement in ("I think I've lost
     # weight", "sort of a tight chest" state the symptom: MediTOD annotates them positive).
     unsure = ["not sure", "i'm not sure", "unsure", "maybe", "possibly", "perhaps", "might", "don't know",
-              "not certain", "can't remember", "don't remember", "no idea"]
+              "not certain", "can't remember", "don't remember", "no idea",
+              # a hedged label ("I wouldn't say I'm depressed exactly, just flat"): not a denial of the state
+              "wouldn't say", "would not say", "wouldn't call", "would not call", "wouldn't describe"]
     rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
     rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
     terminators = ("but", "except", "although", "though", "however", "just", "only", "other than")
@@ -281,8 +283,8 @@ this that these those there here he she they them his her their we us our not no
 doesn't haven't hasn't isn't wasn't weren't aren't can't cannot couldn't won't wouldn't just only really very quite
 bit little lot some any also too then than if when while because like well oh um uh er yeah yes okay ok maybe
 perhaps probably think guess sure know kind sort might""".split())
-_CLAUSE_CUT = frozenset({",", ";", ":", "and", "but", "so", "because", "then", "although", "though", "while", "plus",
-                         "whereas", "which"})
+_CLAUSE_CUT = frozenset({",", ";", ":", "and", "or", "but", "so", "because", "then", "although", "though", "while",
+                         "plus", "whereas", "which"})
 
 
 class ClauseReader:

@@ -275,11 +275,12 @@ def volume(text: str) -> str | None:
 
 
 def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
-    """Values of ``table`` (lay phrase -> value) whose phrase occurs in ``text`` as whole words, longest first."""
+    """Values of ``table`` (lay phrase -> value) whose phrase occurs in ``text`` as whole words, longest first; a
+    possessive or contracted "'s" after the phrase still ends a word ("my tummy's swollen")."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for phrase in sorted(table, key=len, reverse=True):
-        for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?![\w'])", text):
+        for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
             taken.append((m.start(), m.end()))

@@ -152,4 +152,10 @@ class ConceptMatcher:
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:
                     hits[(base, value)] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)
-        return list(hits.values())
+        # One clause names one thing: "I've got angina" is the condition, not the symptom its words resemble
+        # (angioedema). A symptom found in a clause that more nearly names a condition is dropped.
+        named_best = {}
+        for h in hits.values():
+            if h.base != "symptom":
+                named_best[h.clause] = max(named_best.get(h.clause, 0.0), h.similarity)
+        return [h for h in hits.values() if h.base != "symptom" or h.similarity >= named_best.get(h.clause, 0.0)]

@@ -9,6 +9,7 @@ recognise what this NLU writes: the lexicon fails to load otherwise, naming the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -154,6 +155,8 @@ def load_lexicon(
                 explicit.add(phrase)
     terms += [t for t in _ontology_terms(vocab, emitted) if t.phrase not in explicit]
     locations = {p: v for v, ps in _value_table(raw.get("locations") or {}, f"{path}: locations").items() for p in ps}
+    for phrase, site in _ontology_locations(vocab).items():
+        locations.setdefault(phrase, site)
     factors = {p: v for v, ps in _value_table(raw.get("factors") or {}, f"{path}: factors").items() for p in ps}
     answers = raw.get("answers") or {}
     if set(answers) != {"affirm", "deny", "unsure"}:
@@ -174,6 +177,28 @@ def load_lexicon(
     for t in terms:
         lex.by_value.setdefault((t.base, t.value), []).append(t.phrase)
     return lex
+
+
+_SIDED = re.compile(r"\((?:L|R)\)$")
+_LOCATION_PLURAL = {"eyes": "eye", "ears": "ear", "elbows": "elbow", "fingers": "finger", "heels": "heel",
+                    "hips": "hip", "legs": "leg", "arms": "arm", "shoulders": "shoulder", "temples": "temple",
+                    "thighs": "thigh", "thumbs": "thumb", "toes": "toe", "tonsils": "tonsil", "cheeks": "cheek"}
+
+
+def _ontology_locations(vocab: Vocabulary) -> dict[str, str]:
+    """Where a symptom can be, as the questionnaire ontology names it (``all_symptom_locations``: "eye(L)", "jaw",
+    "flank", ...): each plain name (no side, no coded parentheses) is a location phrase for itself, and a listed
+    plural's singular for the plural ("my eye hurts": ``eyes``), so a site the lexicon's hand list lacks is still
+    recorded. The lexicon's own location phrases come first (they map lay words: "tummy" -> abdomen)."""
+    sites = {_SIDED.sub("", code).strip() for code in vocab.ontology.locations}
+    out: dict[str, str] = {}
+    for site in sorted(sites):
+        if "(" in site or site == "nowhere" or not site:
+            continue
+        out[site] = site
+        if (one := _LOCATION_PLURAL.get(site)) is not None and one not in sites:
+            out[one] = site
+    return out
 
 
 @lru_cache(maxsize=2)

@@ -85,7 +85,11 @@ def _generic_drug(word: str) -> str | None:
     return f"{_DRUG}{word}" if inn_stems().drug_class(word) is not None else None
 
 
-_COORDINATED = re.compile(r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:a|an|the|some|my|any|also)?\s*$", re.I)
+# Mentions joined by a bare conjunction share their words; a determiner or an intensifier between them ("swollen and
+# really painful") does not make a new clause.
+_COORDINATED = re.compile(
+    r"^[\s,]*(?:and|or|&|/)?[\s,]*(?:(?:a|an|the|some|my|any|also|really|very|quite|so|pretty|slightly|extremely|"
+    r"a bit|a little)\s+)*\s*$", re.I)
 _BOUNDARY = re.compile(r"[,;:]|\b(?:and|but|or|while|whereas|plus|then|also|as well as)\b", re.I)
 
 

@@ -195,3 +195,50 @@ def test_a_reply_that_puts_the_asked_symptom_elsewhere_does_not_place_it_there(n
     assert item(slots(nlu.frames("Yes, I've had pain there.", asked)), "positive_symptom", "pain")["location"] == [
         "testicles"]
     assert {"value": "pain", "location": ["testicles"]} in slots(nlu.frames("No.", asked))["negative_symptom"]
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("I came off the atorvastatin in the spring", "statin"),
+    ("I used to take lansoprazole", "proton pump inhibitor"),
+    ("amlodipine, but the doctor took me off it", "amlodipine"),
+])
+def test_a_medicine_the_patient_stopped_is_not_a_current_one(nlu, text, code):
+    """MediTOD's guide files a medicine tried and dropped under status "no": never a current medication."""
+    s = slots(nlu.frames(text))
+    assert not values(s, "positive_medication")
+    assert code in values(s, "negative_medication")
+
+
+def test_a_medicine_stopped_beside_one_taken_leaves_the_taken_one_current(nlu):
+    s = slots(nlu.frames("I'm on metformin but I stopped the gliclazide"))
+    assert "metformin" in values(s, "positive_medication")
+    assert values(s, "negative_medication")
+
+
+@pytest.mark.parametrize("text", ["My brother suffers with migraines.", "My mum gets asthma attacks"])
+def test_a_relatives_lasting_illness_is_family_history_not_a_sick_contact(nlu, text):
+    s = slots(nlu.frames(text))
+    assert values(s, "positive_family_history")
+    assert "sick person" not in values(s, "positive_exposure")
+
+
+@pytest.mark.parametrize(("text", "site"), [
+    ("my elbow's been painful since the fall", "elbow"),  # the ontology's site, a possessive 's after it
+    ("there's an ache in my groin", "groin"),
+    ("my belly's swollen and really sore", "abdomen"),  # the site of coordinated predicates
+])
+def test_a_body_site_the_patient_names_locates_the_symptom(nlu, text, site):
+    s = slots(nlu.frames(text))
+    located = [loc for it in s.get("positive_symptom") or [] for loc in it.get("location") or []]
+    assert any(site in loc or loc in site for loc in located), s
+
+
+def test_a_hedged_label_is_unsure_not_denied(nlu):
+    s = slots(nlu.frames("I wouldn't call myself anxious, I just worry a lot"))
+    assert not any(s.get(f"negative_{b}") for b in ("symptom", "medical_history"))
+
+
+def test_a_word_that_only_shares_a_stem_names_nothing(nlu):
+    """"weary" and "wear" share no stem: wearing glasses says nothing about tiredness."""
+    s = slots(nlu.frames("I wear glasses for reading"))
+    assert not values(s, "positive_symptom")

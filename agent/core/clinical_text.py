@@ -228,8 +228,8 @@ def word_stem(word: str) -> str:
     elif w.endswith(("ches", "shes", "sses", "xes", "zes")):
         w = w[:-2]
     elif (w.endswith("s") and not w.endswith(("ss", "us", "is"))) or (
-            w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy"))):
-        w = w[:-1]
+            w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")) and not re.search(r"[aeiou]ry$", w)):
+        w = w[:-1]  # not after a vowel and "r": "weary" is no "wear", "scary" no "scar"
     return w[:-1] if len(w) > 3 and w.endswith("e") else w
 
 

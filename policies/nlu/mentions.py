@@ -41,6 +41,12 @@ class MentionFinder:
         self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
         return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug)
 
+    @cached_property
+    def _conditions(self) -> dict[str, str]:
+        """The lexicon's condition phrases (singular) -> value: the words that name an illness someone has."""
+        conditions = [t for t in self.lexicon.terms if t.base == CONDITION]
+        return {_singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
+
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
         found, sents = self.finder.find(text)
@@ -53,10 +59,16 @@ class MentionFinder:
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
+            elif relation and base == "symptom" and (illness := self._conditions.get(_singular(f.text.lower()))):
+                # a relative's lasting illness ("my sister gets migraines") runs in families: not a sick contact
+                base, value = "family_history", illness
             elif relation and base == "symptom":
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
-            out.append(Mention(base, value, f.status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
+            status = f.status
+            if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
+                status = "negative"
+            out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
         return out, [attr.clean(s) for s in sents]
 
     def relation(self, sentence: str, before: int | None = None) -> str | None:
@@ -77,6 +89,25 @@ _NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?
 """Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol)."""
 
 _DRUG = "drug:"
+# A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took
+# in the past / no) and files one tried and dropped under "no" ("I've tried some Tylenol ... it didn't really
+# help": status no), so a stopped medicine is a negative item, never a current one.
+_STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|no longer|gave up|quit|used to|"
+                             r"was on|were on|had been on|was taking|used to take|tried)\b(?:\W+\w+){0,4}\W*$", re.I)
+_STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\W+|they\W+|the doctor\W+)?"
+                            r"(?:stopped|came off|come off|gave|quit|had to stop|took me off)\W+"
+                            r"(?:taking\W+)?(?:it|them|that|those)\b", re.I)  # "... but I stopped it": the same drug
+
+
+def _singular(phrase: str) -> str:
+    return phrase[:-1] if phrase.endswith("s") and not phrase.endswith(("ss", "us", "is")) else phrase
+
+
+def _stopped(sentence: str, start: int, end: int) -> bool:
+    """True when the words around a medication say the patient has stopped it ("I came off the metformin",
+    "ramipril, but I stopped it"); the words before are read back to the clause's start only."""
+    before = re.split(r"[,;.]|\bbut\b", sentence[:start])[-1]
+    return bool(_STOPPED_BEFORE.search(before) or _STOPPED_AFTER.match(sentence[end:]))
 
 
 def _generic_drug(word: str) -> str | None:

@@ -301,3 +301,22 @@ def test_gradio_temp_dir_never_receives_the_interview(two_clinicians):
                 p = Path(dirpath) / f
                 if p.stat().st_size < 20_000_000:
                     assert MARKER.encode() not in p.read_bytes(), p
+
+
+def test_shared_interviews_are_read_by_others_and_logged_for_the_owner(tmp_path):
+    """``ui.share_sessions: true``: dr_b may open and download dr_a's interview (the sharing setting is the check),
+    every such access is in dr_a's log under dr_b's name, and the log itself stays dr_a's alone."""
+    settings = console_settings(tmp_path, share_sessions=True)
+    with running_console(settings) as (url, _):
+        a = Client(url, auth=("dr_a", PASSWORDS["dr_a"]), verbose=False)
+        sid = a.predict(api_name="/start_session")["session_id"]
+        a.predict(sid, SECRET_LINE, api_name="/send")
+        with b_client(url) as b:
+            assert MARKER in b.get(f"/export/{sid}/{download_name(sid, 'meditod')}").text
+            assert b.get(f"/export/{sid}/{download_name(sid, 'access')}").status_code == 404  # the owner's only
+        b_api = Client(url, auth=("dr_b", PASSWORDS["dr_b"]), verbose=False)
+        assert b_api.predict(sid, api_name="/session_state")["owner"] == "dr_a"
+        assert b_api.predict(sid, api_name="/access_log") == []
+        log = [(e["actor"], e["action"], e["outcome"], e["detail"]) for e in a.predict(sid, api_name="/access_log")]
+        assert ("dr_b", "downloaded", "done", "meditod") in log and ("dr_b", "opened", "done", "") in log
+        assert ("dr_b", "downloaded", "refused", "access") in log  # the interview is shared, its log is not

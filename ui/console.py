@@ -310,15 +310,23 @@ class Console:
         if fmt not in EXPORT_SUFFIX:
             raise ValueError(f"unknown export format {fmt!r}; use {', '.join(EXPORT_SUFFIX)}")
         session, owner = self.checked(session_id, user, "exported")
-        text = self._export_text(session, owner, user, fmt)
+        self._check_format(session_id, owner, user, fmt, "exported")
+        text = self._export_text(session, fmt)
         self.access.record(session_id, owner, user, "exported", detail=fmt)
         return text
 
-    def _export_text(self, session: Session, owner: str | None, user: str, fmt: str) -> str:
+    def _check_format(self, session_id: str, owner: str | None, user: str, fmt: str, action: str) -> None:
+        """The access log is its owner's alone, even where sessions are shared: anyone else is refused (and
+        recorded)."""
+        if fmt == "access" and owner != user:
+            self.access.record(session_id, owner, user, action, "refused", detail=fmt)
+            raise SessionNotFound(f"no access log of session {session_id!r} for {user}: only its owner sees it")
+
+    def _export_text(self, session: Session, fmt: str) -> str:
+        """The export's text (the caller checked who may have it)."""
         if fmt == "access":
-            if owner != user:
-                raise SessionError("only the interview's owner sees its access log")
-            return access_log_json(self.access_entries(user, session.id), user, session.id)
+            owner = session.state().owner or ""
+            return access_log_json(self.access_entries(owner, session.id), owner, session.id)
         st = session.state()
         return printable_note(st) if fmt == "html" else export_session(st, fmt)
 
@@ -334,9 +342,10 @@ class Console:
         fmt = format_of(session_id, name)
         if fmt is None:
             raise SessionNotFound(f"no export {name!r} of session {session_id!r}")
-        path = self.files.fresh(session_id, fmt)
+        self._check_format(session_id, owner, user, fmt, "downloaded")
+        path = self.files.fresh(session_id, fmt) if fmt != "access" else None  # a log is read as it is now
         if path is None:
-            path = self.files.write(session_id, fmt, self._export_text(session, owner, user, fmt))
+            path = self.files.write(session_id, fmt, self._export_text(session, fmt))
         self.access.record(session_id, owner, user, "downloaded", detail=fmt)
         return path, name
 

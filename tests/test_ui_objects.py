@@ -320,3 +320,17 @@ def test_shared_interviews_are_read_by_others_and_logged_for_the_owner(tmp_path)
         log = [(e["actor"], e["action"], e["outcome"], e["detail"]) for e in a.predict(sid, api_name="/access_log")]
         assert ("dr_b", "downloaded", "done", "meditod") in log and ("dr_b", "opened", "done", "") in log
         assert ("dr_b", "downloaded", "refused", "access") in log  # the interview is shared, its log is not
+
+
+def test_exports_without_login_on_loopback(tmp_path):
+    """No credentials (allowed on loopback only): one anonymous clinician, whose exports the same route serves."""
+    settings = console_settings(tmp_path, users={})
+    with running_console(settings) as (url, app):
+        c = Client(url, verbose=False)
+        sid = c.predict(api_name="/start_session")["session_id"]
+        c.predict(sid, SECRET_LINE, api_name="/send")
+        r = httpx.get(f"{url}/export/{sid}/{download_name(sid, 'meditod')}", timeout=30)
+        assert r.status_code == 200 and MARKER in r.text
+        assert stat.S_IMODE(app.console.files.path(sid, "meditod").stat().st_mode) == 0o600
+        log = c.predict(sid, api_name="/access_log")
+        assert [(e["actor"], e["action"]) for e in log][-1] == ("local", "downloaded")

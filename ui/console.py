@@ -292,7 +292,8 @@ class Console:
         return session, owner
 
     def session(self, session_id: str, user: str, action: str = "opened") -> Session:
-        """The session for reading, if ``user`` may see it (not recorded: the page redraws from it all the time)."""
+        """The session for reading, if ``user`` may see it (a refusal is recorded, a read is not: the page redraws
+        from the session all the time; :meth:`open` records a clinician opening it)."""
         return self.checked(session_id, user, action)[0]
 
     def open(self, session_id: str, user: str) -> Session:

@@ -29,6 +29,7 @@ from urllib.parse import quote
 from fastapi import Request
 from fastapi.responses import FileResponse, JSONResponse
 
+from agent.app.sessions import SessionError
 from ui.owners import USER_SCOPE_KEY
 
 if TYPE_CHECKING:
@@ -126,12 +127,16 @@ def install_export_route(app: Any, console: Console) -> None:
 
     @app.get(f"/{ROUTE}/{{session_id}}/{{name}}", include_in_schema=False)
     def download(session_id: str, name: str, request: Request) -> Any:
-        user = request.scope.get(USER_SCOPE_KEY) or console.anonymous_user()
+        user = request.scope.get(USER_SCOPE_KEY) or console.settings.anonymous_user  # no login: loopback only
         try:
             path, filename = console.download(session_id, user, name)
-        except Exception as exc:  # SessionNotFound, an unknown name, another clinician's: all the same answer
+        except (SessionError, ValueError) as exc:  # no such interview, not theirs, no such file: one answer
             log.info("export %s/%s refused for %s: %s", session_id, name, user, exc)
             return JSONResponse({"detail": "not found"}, status_code=404)
+        except Exception:  # the store or the disk: said as such, never as "not found"
+            log.exception("export %s/%s for %s failed", session_id, name, user)
+            return JSONResponse({"detail": "the export failed; the interview is kept (see the console's log)"},
+                                status_code=500)
         return FileResponse(path, filename=filename, content_disposition_type="attachment",
                             media_type=MEDIA_TYPE[path.suffix],
                             headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})

@@ -22,8 +22,9 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import Request
@@ -31,9 +32,6 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from agent.app.sessions import SessionError
 from ui.owners import USER_SCOPE_KEY
-
-if TYPE_CHECKING:
-    from ui.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -121,15 +119,20 @@ class ExportFiles:
         return gone
 
 
-def install_export_route(app: Any, console: Console) -> None:
+Download = Callable[[str, str, str], tuple[Path, str]]
+"""(session id, clinician, file name) -> the file and its download name (:meth:`ui.console.Console.download`,
+which checks the clinician against the interview's owner)."""
+
+
+def install_export_route(app: Any, download: Download, anonymous_user: str) -> None:
     """``GET /export/{session_id}/{name}``: an export of an interview the signed-in clinician may see, as an
     attachment; 404 for anything else (another clinician's interview, no such interview, no such file name)."""
 
     @app.get(f"/{ROUTE}/{{session_id}}/{{name}}", include_in_schema=False)
-    def download(session_id: str, name: str, request: Request) -> Any:
-        user = request.scope.get(USER_SCOPE_KEY) or console.settings.anonymous_user  # no login: loopback only
+    def export_file(session_id: str, name: str, request: Request) -> Any:
+        user = request.scope.get(USER_SCOPE_KEY) or anonymous_user  # no login configured: loopback only
         try:
-            path, filename = console.download(session_id, user, name)
+            path, filename = download(session_id, user, name)
         except (SessionError, ValueError) as exc:  # no such interview, not theirs, no such file: one answer
             log.info("export %s/%s refused for %s: %s", session_id, name, user, exc)
             return JSONResponse({"detail": "not found"}, status_code=404)

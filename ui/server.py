@@ -49,7 +49,8 @@ def create_app(settings: UISettings, credentials: Credentials) -> ConsoleApp:
     if credentials:
         logins = LoginSessions(LoginStore(console.reader.checkpoints, settings.login_ttl_hours * 3600))
         install_login(app, credentials, logins, settings)
-    install_export_route(app, console)  # before Gradio's mount at "/", which would answer every path
+    # before Gradio's mount at "/", which would answer every path
+    install_export_route(app, console.download, settings.anonymous_user)
     store_path = console.reader.checkpoints.settings.path
     private = [str(p.resolve()) for p in (console.files.root, store_path.parent if store_path else default_data_dir())]
     gr.mount_gradio_app(

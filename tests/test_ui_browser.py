@@ -53,6 +53,14 @@ def browser():
             b.close()
 
 
+def gradio_copies(needle: bytes) -> list[Path]:
+    """Files under Gradio's temporary (upload) directory that hold ``needle``."""
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder())
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()] if root.exists() else []
+
+
 def status_says(page, text: str) -> None:
     """Wait until the status line says ``text``; fail with what it says instead if it turns to an error."""
     status = page.locator("#mhx-status")
@@ -92,19 +100,21 @@ def test_clinician_visit(browser, tmp_path):
                 else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            visit(playwright, page, url, tmp_path, shots)
+            sid = visit(playwright, page, url, tmp_path, shots)
         finally:
             context.close()  # before the server stops: no stream left open
     assert not errors, errors
     assert failed == [(401, f"{url}/login")], failed  # only the wrong password
+    assert not gradio_copies(sid.encode()), "an export went through Gradio's temporary directory"
     if os.environ.get("MEDHX_UPDATE_SCREENSHOT"):
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copy(shots / "console.png", REPO / "docs" / "console.png")
     assert all(Path(shots / name).stat().st_size > 10_000 for name in ("login.png", "console.png", "review.png"))
 
 
-def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
-    """One clinician's visit, step by step (each step waits for the status line to say it is done)."""
+def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> str:
+    """One clinician's visit, step by step (each step waits for the status line to say it is done); the id of the
+    interview it ran."""
     # sign in: the console itself is never served before login
     page.goto(url)
     assert page.url.endswith("/login")
@@ -219,6 +229,7 @@ def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
 
     page.get_by_text("Sign out").click()
     page.wait_for_url("**/login")
+    return sid
 
 
 def test_signed_in_after_a_restart(browser, tmp_path):

@@ -7,7 +7,6 @@ browser is left out (tests/test_ui_browser.py drives that).
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 
@@ -16,8 +15,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError, AuthenticationError
 from graph_fixtures import REPO, medhx_cmd, medhx_env, stalled_config
-from starlette.routing import Mount, WebSocketRoute
-from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, running_console, write_preset
+from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, fill, routes, running_console, write_preset
 from vllm_fixtures import free_port
 
 from agent.core.data import load_dialogs_file, load_dialogues
@@ -48,24 +46,6 @@ def client(url: str, user: str = "dr_a") -> Client:
     return Client(url, auth=(user, PASSWORDS[user]), verbose=False)
 
 
-def routes(app, prefix: str = "") -> list[tuple[str, str]]:
-    """Every (method, path) the app answers, mounted apps included."""
-    out = []
-    for r in app.routes:
-        if isinstance(r, Mount):
-            inner = getattr(r.app, "routes", None)
-            out += routes(r.app, prefix + r.path) if inner is not None else [("GET", prefix + r.path + "/x")]
-        elif isinstance(r, WebSocketRoute):
-            out.append(("WEBSOCKET", prefix + r.path))
-        else:
-            out += [(m, prefix + r.path) for m in sorted(r.methods or {"GET"}) if m != "HEAD"]
-    return out
-
-
-def concrete(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "x", path) or "/"
-
-
 # --------------------------------------------------------------------------- login
 
 
@@ -84,7 +64,7 @@ def test_every_route_requires_login(console):
         for method, path in found:
             if path in OPEN_PATHS:
                 continue
-            r = http.request(method, concrete(path))
+            r = http.request(method, fill(path, {}))
             assert r.status_code == 401, f"{method} {path} answered {r.status_code} without login"
             checked += 1
         page = http.get("/", headers={"accept": "text/html"})

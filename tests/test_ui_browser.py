@@ -1,9 +1,11 @@
 """The clinician console in a real browser: Debian's Chromium driven by Playwright (no browser download).
 
 One clinician's whole visit: sign in, run three turns (the state panel, the clinician's summary and the note
-update, the red-flag banner appears after "coughing up blood"), export (files served only to the logged-in user),
-turn review on and send an edited doctor turn, reload the page and find the interview resumed, open it from the
-sidebar, sign out.
+update, the red-flag banner appears after "coughing up blood"), export (files served by the console's own route to
+the clinician who owns the interview: another signed-in clinician gets 404, and the owner's access log shows the
+attempt), turn review on and send an edited doctor turn, reload the page and find the interview resumed, open it
+from the sidebar, sign out. And a restart: the console stops and a new one starts on the same store and port; the
+open page reloads signed in, on the same cookie.
 Screenshots go to the test's tmp directory; ``MEDHX_UPDATE_SCREENSHOT=1`` also writes docs/console.png.
 
 Installed by ``bash .ci/install.sh --test`` (apt ``chromium``, pip ``playwright``). Under CI a missing browser fails.
@@ -16,6 +18,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 from graph_fixtures import REPO
@@ -50,6 +53,14 @@ def browser():
             b.close()
 
 
+def gradio_copies(needle: bytes) -> list[Path]:
+    """Files under Gradio's temporary (upload) directory that hold ``needle``."""
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder())
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()] if root.exists() else []
+
+
 def status_says(page, text: str) -> None:
     """Wait until the status line says ``text``; fail with what it says instead if it turns to an error."""
     status = page.locator("#mhx-status")
@@ -57,6 +68,16 @@ def status_says(page, text: str) -> None:
         status.get_by_text(text).wait_for(timeout=TIMEOUT_MS)
     except Exception:
         pytest.fail(f"status never said {text!r}; it says {status.inner_text()!r}")
+
+
+def sign_in(page, url: str, user: str) -> None:
+    if not page.url.endswith("/login"):
+        page.goto(url)
+    page.fill("#username", user)
+    page.fill("#password", PASSWORDS[user])
+    page.click("button[type=submit]")
+    status_says(page, "Ready.")
+    assert f"Signed in as {user}" in page.locator("#mhx-header").inner_text()
 
 
 def send(page, text: str, expect: str) -> None:
@@ -79,19 +100,21 @@ def test_clinician_visit(browser, tmp_path):
                 else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            visit(playwright, page, url, tmp_path, shots)
+            sid = visit(playwright, page, url, tmp_path, shots)
         finally:
             context.close()  # before the server stops: no stream left open
     assert not errors, errors
     assert failed == [(401, f"{url}/login")], failed  # only the wrong password
+    assert not gradio_copies(sid.encode()), "an export went through Gradio's temporary directory"
     if os.environ.get("MEDHX_UPDATE_SCREENSHOT"):
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copy(shots / "console.png", REPO / "docs" / "console.png")
     assert all(Path(shots / name).stat().st_size > 10_000 for name in ("login.png", "console.png", "review.png"))
 
 
-def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
-    """One clinician's visit, step by step (each step waits for the status line to say it is done)."""
+def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> str:
+    """One clinician's visit, step by step (each step waits for the status line to say it is done); the id of the
+    interview it ran."""
     # sign in: the console itself is never served before login
     page.goto(url)
     assert page.url.endswith("/login")
@@ -100,11 +123,7 @@ def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
     page.fill("#password", "not the password")
     page.click("button[type=submit]")
     page.get_by_text("Unknown username or wrong password").wait_for()
-    page.fill("#username", "dr_a")
-    page.fill("#password", PASSWORDS["dr_a"])
-    page.click("button[type=submit]")
-    status_says(page, "Ready.")
-    assert "Signed in as" in page.locator("#mhx-header").inner_text()
+    sign_in(page, url, "dr_a")
 
     # three turns: the state panel and the note follow, the banner appears at the red-flag answer
     page.locator("#mhx-new").click()
@@ -138,23 +157,36 @@ def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
     page.locator("#mhx-timing").get_by_text("nlu").first.wait_for()
     page.screenshot(path=shots / "console.png", full_page=True)
 
-    # export: the files parse, and are served to the logged-in clinician only
+    # export: the files parse, and are served by the console's own route to the owner only
     page.locator("#mhx-export-json").click()
     status_says(page, "meditod.json")
-    href = page.locator("#mhx-files a[download$='-meditod.json']").get_attribute("href")
-    mine = page.request.get(href)
-    assert mine.status == 200
+    href = urljoin(page.url, page.locator("#mhx-files a[download$='-meditod.json']").get_attribute("href"))
+    assert "/gradio_api/" not in href  # never Gradio's file route
+    with page.expect_download() as download:  # a click downloads it, as a clinician would
+        page.locator("#mhx-files a").click()
     exported = tmp_path / "export.json"
-    exported.write_bytes(mine.body())
+    download.value.save_as(exported)
     dialog = load_dialogs_file(exported)[sid]
     assert [u.text for u in dialog.utterances if u.speaker == "patient"] == SCRIPT
     anonymous = playwright.request.new_context()
     assert anonymous.get(href).status == 401
     anonymous.dispose()
+    other = page.context.browser.new_context()  # another clinician, signed in in their own browser
+    other_page = other.new_page()
+    sign_in(other_page, url, "dr_b")
+    assert other_page.request.get(href).status == 404
+    other.close()
     page.locator("#mhx-export-html").click()
     status_says(page, "note.html")
     html_href = page.locator("#mhx-files a[download$='-note.html']").get_attribute("href")
-    assert "Presenting complaint" in page.request.get(html_href).text()
+    assert "Presenting complaint" in page.request.get(urljoin(page.url, html_href)).text()
+    page.locator("#mhx-refresh").click()  # the owner's access log: the downloads, and dr_b's refused attempt
+    status_says(page, "List refreshed")
+    page.locator("#mhx-access-log").click()
+    access = page.locator("#mhx-access-log")
+    access.get_by_text("downloaded (meditod)").wait_for()
+    assert "refused" in access.inner_text() and "dr_b" in access.inner_text()
+    assert not any(line in access.inner_text() for line in SCRIPT)
 
     # review on: the planned turn waits; the clinician edits it and sends it
     page.locator("#mhx-modules").click()
@@ -197,3 +229,38 @@ def visit(playwright, page, url: str, tmp_path: Path, shots: Path) -> None:
 
     page.get_by_text("Sign out").click()
     page.wait_for_url("**/login")
+    return sid
+
+
+def test_signed_in_after_a_restart(browser, tmp_path):
+    """The console stops and a new one (new process state, same store, same port) starts: the open page reloads
+    signed in, on the cookie it had, and opens its interview; signing out then ends that login."""
+    _, chromium = browser
+    settings = console_settings(tmp_path)
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        with running_console(settings) as (url, _):
+            sign_in(page, url, "dr_a")
+            page.locator("#mhx-new").click()
+            status_says(page, "started")
+            sid = page.locator("#mhx-sessions input:checked").get_attribute("value")
+            cookie = next(c for c in context.cookies() if c["name"] == "medhx_console")
+            page.goto("about:blank")  # no stream left open while the server stops
+        with running_console(settings) as (url, _):
+            page.goto(url)
+            status_says(page, "Ready.")
+            assert not page.url.endswith("/login")
+            assert "Signed in as dr_a" in page.locator("#mhx-header").inner_text()
+            # the tab's memory of its last interview is Gradio's BrowserState, whose key is per app instance: the
+            # interview is picked from the list again
+            page.locator("#mhx-sessions label", has_text=sid).click()
+            status_says(page, f"Resumed interview {sid}")
+            assert next(c for c in context.cookies() if c["name"] == "medhx_console")["value"] == cookie["value"]
+            page.get_by_text("Sign out").click()
+            page.wait_for_url("**/login")
+            page.goto(url)
+            assert page.url.endswith("/login")
+            page.goto("about:blank")
+    finally:
+        context.close()

@@ -7,14 +7,20 @@ questionnaire policy, template NLG: no model server), so these tests are quick a
 from __future__ import annotations
 
 import contextlib
+import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import yaml
-from graph_fixtures import REPO
+from graph_fixtures import REPO, medhx_env
+from starlette.routing import Mount, WebSocketRoute
 from vllm_fixtures import free_port
 
-from ui.auth import Credentials, hash_password
+from ui.auth import COOKIE, Credentials, hash_password
 from ui.server import BackgroundServer, ConsoleApp, create_app
 from ui.settings import UISettings
 
@@ -53,3 +59,80 @@ def running_console(settings: UISettings, environ: dict | None = None) -> Iterat
             yield url, console_app
     finally:
         console_app.console.close()
+
+
+def store_section(kind: str, tmp_path: Path, postgres_url: str | None = None) -> dict:
+    """The console's ``ui.session`` for a test on SQLite (in ``tmp_path``) or on the real PostgreSQL server."""
+    if kind == "sqlite":
+        return {"store": "sqlite", "dir": str(tmp_path / "store")}
+    return {"store": "postgres", "postgres_url": postgres_url}
+
+
+def routes(app, prefix: str = "") -> list[tuple[str, str]]:
+    """Every (method, path) the app answers, mounted apps included (HEAD left out: GET answers it)."""
+    out = []
+    for r in app.routes:
+        if isinstance(r, Mount):
+            inner = getattr(r.app, "routes", None)
+            out += routes(r.app, prefix + r.path) if inner is not None else [("GET", prefix + r.path + "/x")]
+        elif isinstance(r, WebSocketRoute):
+            out.append(("WEBSOCKET", prefix + r.path))
+        else:
+            out += [(m, prefix + r.path) for m in sorted(r.methods or {"GET"}) if m != "HEAD"]
+    return out
+
+
+def path_params(path: str) -> list[str]:
+    """The parameter names of a route path (``/x/{session_hash}/{path:path}`` -> session_hash, path)."""
+    return re.findall(r"\{(\w+)(?::\w+)?\}", path)
+
+
+def fill(path: str, values: dict[str, str], default: str = "x") -> str:
+    """``path`` with each parameter replaced by its value in ``values`` (``default`` for the others)."""
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: values.get(m.group(1), default), path) or "/"
+
+
+def login_cookie(url: str, user: str) -> str:
+    """Sign in through the login form; the login cookie's token."""
+    r = httpx.post(f"{url}/login", data={"username": user, "password": PASSWORDS[user]}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.cookies[COOKIE]
+
+
+def signed_in_as(url: str, token: str) -> str | None:
+    """Who the console says a login cookie signs in (None: the gate refused it)."""
+    r = httpx.get(f"{url}/gradio_api/user", cookies={COOKIE: token}, timeout=30)
+    if r.status_code == 401:
+        return None
+    assert r.status_code == 200, (r.status_code, r.text)
+    return r.json()
+
+
+@contextlib.contextmanager
+def console_process(settings: UISettings, tmp_path: Path) -> Iterator[str]:
+    """The console as its own process (``python -m ui``), from a console config written with ``settings``: another
+    console on the same store, as a second replica would be."""
+    config = tmp_path / f"ui-{settings.port}.yaml"
+    config.write_text(yaml.safe_dump({"ui": settings.model_dump(mode="json")}, sort_keys=False))
+    log = open(tmp_path / f"ui-{settings.port}.log", "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, "-m", "ui", "--ui-config", str(config)], cwd=REPO, env=medhx_env(),
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://{settings.host}:{settings.port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, (tmp_path / f"ui-{settings.port}.log").read_text()
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/login", timeout=5).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the console process did not start"
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -1,5 +1,6 @@
 """The console's operations as a small typed API (``gr.api``: start_session, send, review, session_state, sessions,
-export, delete_session, modules) for scripts (``gradio_client``) and tests; the page's own events are private.
+export, delete_session, access_log, modules) for scripts (``gradio_client``) and tests; the page's own events are
+private.
 
 Each endpoint is checked against the logged-in clinician and runs the same code as the page: a turn is begun and
 followed by :class:`ui.console.TurnProgress`, a review answered by :meth:`ui.console.Console.review`, and both end
@@ -119,13 +120,14 @@ def turn_endpoints(console: Console) -> list[Callable]:
 
 
 def record_endpoints(console: Console) -> list[Callable]:
-    """session_state, sessions, export, delete_session and modules: the endpoints that read or remove what is
-    stored, and say what a preset runs."""
+    """session_state, sessions, export, delete_session, access_log and modules: the endpoints that read or remove
+    what is stored, and say what a preset runs."""
 
     def session_state(session_id: str, request: gr.Request = None) -> dict:
-        """The whole stored session (turns, patient state, red flags, the clinician's summary, review decisions)."""
+        """The whole stored session (turns, patient state, red flags, the clinician's summary, review decisions);
+        recorded in its access log as opened."""
         try:
-            return console.state(session_id, who(request, console)).model_dump(mode="json")
+            return console.open(session_id, who(request, console)).state().model_dump(mode="json")
         except Exception as exc:
             raise fail(exc) from None
 
@@ -134,7 +136,8 @@ def record_endpoints(console: Console) -> list[Callable]:
         return [asdict(i) for i in console.sessions(who(request, console))]
 
     def export(session_id: str, fmt: str = "meditod", request: gr.Request = None) -> str:
-        """The interview as MediTOD JSON (``meditod``), the markdown note (``note``) or printable HTML (``html``)."""
+        """The interview as MediTOD JSON (``meditod``), the markdown note (``note``), printable HTML (``html``) or
+        its access log (``access``: JSON, for its owner only)."""
         try:
             return console.export(session_id, who(request, console), fmt)
         except Exception as exc:
@@ -148,6 +151,11 @@ def record_endpoints(console: Console) -> list[Callable]:
             raise fail(exc) from None
         return session_id
 
+    def access_log(session_id: str = "", request: gr.Request = None) -> list[dict]:
+        """Who started, opened, ran, reviewed, exported or deleted the clinician's interviews (one with
+        ``session_id``; deleted ones included), and every refused attempt; oldest first. Only the owner's."""
+        return [asdict(e) for e in console.access_entries(who(request, console), session_id or None)]
+
     def modules(preset: str = "") -> dict:
         """What a preset runs and what can be switched: its LLM modules, the vLLM server's base model and adapters
         (``/v1/models``), the adapter choices per module, and the server status in words."""
@@ -157,4 +165,4 @@ def record_endpoints(console: Console) -> list[Callable]:
             raise fail(exc) from None
         return modules_info(p)
 
-    return [session_state, sessions, export, delete_session, modules]
+    return [session_state, sessions, export, delete_session, access_log, modules]

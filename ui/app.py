@@ -17,8 +17,8 @@ from ui.layout import Page, build_page
 
 
 def build_blocks(console: Console) -> gr.Blocks:
-    # exported files are health data: Gradio's copies are deleted within the hour (checked every 30 minutes)
-    with gr.Blocks(title="medhx clinician console", fill_width=True, delete_cache=(1800, 3600)) as demo:
+    # exports never pass through Gradio's cache: they are links to the console's own route (ui.exports)
+    with gr.Blocks(title="medhx clinician console", fill_width=True) as demo:
         page = build_page(console)
         wire(demo, console, page)
         add_api(console)

@@ -9,7 +9,12 @@ Gradio's own ``auth=`` leaves routes open (the page shell, static files, ``/grad
 in the console's own FastAPI app behind :class:`RequireLogin`, an ASGI middleware that answers every request without
 a valid login cookie with 401 (or a redirect to ``/login`` for a page), before Gradio sees it. The only open routes
 are the login form and logout. Gradio learns who is logged in through its ``auth_dependency`` hook
-(:meth:`LoginSessions.user_of`), so handlers read the clinician from ``gr.Request.username``.
+(:meth:`LoginSessions.user_of`), so handlers read the clinician from ``gr.Request.username``; behind the gate,
+:class:`ui.owners.QueueOwners` keeps each clinician to their own Gradio session hashes and event ids.
+
+Logins live in the session store (:mod:`agent.app.logins`: the token's SHA-256, never the token; an expiry the
+server checks; signing out deletes the row), so a restart keeps clinicians signed in and several console processes
+on one store accept the same cookie.
 """
 
 from __future__ import annotations
@@ -23,8 +28,6 @@ import html
 import os
 import secrets
 import sys
-import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
+from agent.app.logins import LoginStore
+from ui.owners import USER_SCOPE_KEY, QueueOwners
 from ui.settings import UISettings
 
 USER_ENV = "MEDHX_USER"
@@ -135,38 +140,31 @@ def check_can_start(settings: UISettings, credentials: Credentials) -> None:
 
 
 class LoginSessions:
-    """Login tokens (random, server-side, expiring); a restart logs everyone out."""
+    """The console's logins, kept in the session store (:class:`agent.app.logins.LoginStore`: the token's hash,
+    the clinician, the expiry), so a restart keeps clinicians signed in and a second console process on the same
+    store accepts the same cookie; this is the gate's and Gradio's view of it."""
 
-    def __init__(self, ttl_s: float):
-        self.ttl_s = ttl_s
-        self._tokens: dict[str, tuple[str, float]] = {}
-        self._lock = threading.Lock()
+    def __init__(self, store: LoginStore):
+        self.store = store
+
+    @property
+    def ttl_s(self) -> float:
+        return self.store.ttl_s
 
     def issue(self, username: str) -> str:
-        token = secrets.token_urlsafe(32)
-        with self._lock:
-            now = time.monotonic()
-            self._tokens = {t: v for t, v in self._tokens.items() if v[1] > now}
-            self._tokens[token] = (username, now + self.ttl_s)
-        return token
+        return self.store.issue(username)
 
     def user_for(self, token: str | None) -> str | None:
-        if not token:
-            return None
-        with self._lock:
-            entry = self._tokens.get(token)
-            if entry is None or entry[1] <= time.monotonic():
-                self._tokens.pop(token, None)
-                return None
-            return entry[0]
+        return self.store.user_for(token)
 
     def revoke(self, token: str | None) -> None:
-        with self._lock:
-            self._tokens.pop(token or "", None)
+        self.store.revoke(token)
 
     def user_of(self, request: Any) -> str | None:
-        """Gradio's ``auth_dependency``: the logged-in clinician of a request, or None."""
-        return self.user_for(request.cookies.get(COOKIE))
+        """Gradio's ``auth_dependency``: the logged-in clinician of a request (the gate already looked it up and
+        left it in the request's scope; only the gate can put it there), or None."""
+        user = request.scope.get(USER_SCOPE_KEY)
+        return user if user is not None else self.user_for(request.cookies.get(COOKIE))
 
 
 # --------------------------------------------------------------------------- the gate
@@ -177,17 +175,22 @@ def _cookie(scope: dict) -> str | None:
 
 
 class RequireLogin:
-    """ASGI middleware: a request without a valid login cookie never reaches the app behind it."""
+    """ASGI middleware: a request without a valid login cookie never reaches the app behind it; a request with one
+    carries its clinician in the scope (:data:`ui.owners.USER_SCOPE_KEY`) for the checks behind the gate."""
 
     def __init__(self, app: Any, sessions: LoginSessions):
         self.app = app
         self.sessions = sessions
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        scope.pop(USER_SCOPE_KEY, None)  # only this gate says who is signed in
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if self.sessions.user_for(_cookie(scope)) is not None:
+        token = _cookie(scope)
+        user = await run_in_threadpool(self.sessions.user_for, token) if token else None
+        if user is not None:
+            scope[USER_SCOPE_KEY] = user
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -256,7 +259,7 @@ def install_login(app: Any, credentials: Credentials, sessions: LoginSessions, s
             if wants_html(request):
                 return HTMLResponse(login_page("Unknown username or wrong password."), status_code=401)
             return JSONResponse({"success": False, "detail": "invalid credentials"}, status_code=401)
-        token = sessions.issue(username)
+        token = await run_in_threadpool(sessions.issue, username)
         response: Any = RedirectResponse("./", status_code=303) if wants_html(request) \
             else JSONResponse({"success": True})
         response.set_cookie(COOKIE, token, max_age=int(sessions.ttl_s), httponly=True, samesite="strict",
@@ -265,11 +268,12 @@ def install_login(app: Any, credentials: Credentials, sessions: LoginSessions, s
 
     @app.get("/logout", include_in_schema=False)
     def logout(request: Request) -> RedirectResponse:
-        sessions.revoke(request.cookies.get(COOKIE))
+        sessions.revoke(request.cookies.get(COOKIE))  # the row is deleted: every process refuses the cookie now
         response = RedirectResponse("login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
 
+    app.add_middleware(QueueOwners, routes=lambda: app.routes)  # behind the gate: it reads the gate's clinician
     app.add_middleware(RequireLogin, sessions=sessions)
 
 

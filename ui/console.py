@@ -10,7 +10,11 @@
 - One turn at a time per session: the console's per-session lock (tabs of this process) in front of the store's
   own (other processes); the loser gets "session busy", never a duplicated or lost turn.
 - Each clinician sees only the sessions they started (``ui.share_sessions`` shares them all); a session that is
-  not theirs is reported as not found, so its existence is not revealed either.
+  not theirs is reported as not found, so its existence is not revealed either, and the attempt is recorded.
+- Every access to an interview (started, opened, a turn, reviewed, exported, downloaded, deleted; refused
+  attempts too) goes to the access log in the store (:mod:`agent.app.access_log`), which its owner reads.
+- Exports are files in the private data directory (:mod:`ui.exports`), served by the console's own
+  owner-checked route, never by Gradio.
 """
 
 from __future__ import annotations
@@ -19,8 +23,6 @@ import contextlib
 import dataclasses
 import logging
 import queue
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -33,6 +35,8 @@ from typing import Literal
 
 import httpx
 
+from agent.app.access_log import AccessEntry, AccessLog, access_log_json
+from agent.app.checkpoints import default_data_dir
 from agent.app.export import ExportError, export_session
 from agent.app.graph import TURN_NODES, build_agent
 from agent.app.graph_nodes import Agent
@@ -41,13 +45,13 @@ from agent.app.sessions import Session, SessionBusy, SessionError, SessionInfo, 
 from agent.core import safety
 from agent.core.protocol import TurnContext
 from models.backends.base import BackendError
+from ui.exports import EXPORT_SUFFIX, ExportFiles, format_of
 from ui.presets import Preset, Variant, discover_presets
 from ui.render import printable_note
 from ui.settings import StoreSettings, UISettings
 
 log = logging.getLogger(__name__)
 
-EXPORT_SUFFIX = {"meditod": "meditod.json", "note": "note.md", "html": "note.html"}
 BUSY = ("Session busy: another tab or clinician is running a turn of this interview right now. "
         "Wait for it to finish, then try again (nothing was sent).")
 NEXT_NODE = dict(zip(TURN_NODES[:-1], TURN_NODES[1:], strict=True))
@@ -183,9 +187,11 @@ class Console:
         self._mutex = threading.Lock()
         self._builder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="medhx-build")
         self._closed = False
-        self.export_dir = tempfile.mkdtemp(prefix="medhx-console-")  # mode 0700
         # reading, listing, exporting and deleting need no modules: one store that never runs the graph
         self.reader = SessionStore(self.config_for(self.default_variant()))
+        self.access = AccessLog(self.reader.checkpoints)
+        self.files = ExportFiles(self.export_root(), settings.export_keep_minutes * 60)
+        self.files.sweep()
 
     def close(self) -> None:
         """Close the stores and the built modules (once; the server's shutdown and its owner may both call it)."""
@@ -199,9 +205,16 @@ class Console:
             if fut.done() and fut.exception() is None:
                 fut.result().close()
         self.reader.close()
-        shutil.rmtree(self.export_dir, ignore_errors=True)
 
     # -- variants and their modules
+
+    def export_root(self) -> Path:
+        """Where exports are written: ``ui.export_dir``, else ``exports`` beside the SQLite store, else in the
+        per-user data directory (PostgreSQL): the private data directory, never a shared temporary one."""
+        if self.settings.export_dir:
+            return Path(self.settings.export_dir)
+        store = self.reader.checkpoints.settings
+        return (store.path.parent if store.path is not None else default_data_dir()) / "exports"
 
     def default_variant(self) -> Variant:
         return Variant.of(self.default_preset, review=self.presets[self.default_preset].review)
@@ -264,44 +277,95 @@ class Console:
     def sessions(self, user: str) -> list[SessionInfo]:
         return [i for i in self.reader.list_sessions() if self._visible(i.owner, user)]
 
-    def session(self, session_id: str, user: str) -> Session:
-        """The session for reading, if ``user`` may see it."""
+    def checked(self, session_id: str, user: str, action: str = "opened") -> tuple[Session, str | None]:
+        """The session and its owner, if ``user`` may see it; else :class:`SessionNotFound`, and when the session
+        exists the refused ``action`` is recorded in its access log (its owner sees who tried)."""
         if not session_id:
             raise SessionError("no interview is open: start a new one or pick one in the sidebar")
         if not self.reader.exists(session_id):
             raise SessionNotFound(f"no session {session_id!r}")
         session = Session(self.reader, session_id)
-        if not self._visible(session.state().owner, user):
+        owner = session.state().owner
+        if not self._visible(owner, user):
+            self.access.record(session_id, owner, user, action, "refused")
             raise SessionNotFound(f"no session {session_id!r}")
+        return session, owner
+
+    def session(self, session_id: str, user: str, action: str = "opened") -> Session:
+        """The session for reading, if ``user`` may see it (a refusal is recorded, a read is not: the page redraws
+        from the session all the time; :meth:`open` records a clinician opening it)."""
+        return self.checked(session_id, user, action)[0]
+
+    def open(self, session_id: str, user: str) -> Session:
+        """The session a clinician opens (a click in the sidebar, a reloaded page, the API): recorded."""
+        session, owner = self.checked(session_id, user, "opened")
+        self.access.record(session_id, owner, user, "opened")
         return session
 
     def state(self, session_id: str, user: str) -> InterviewState:
         return self.session(session_id, user).state()
 
     def export(self, session_id: str, user: str, fmt: str) -> str:
-        """MediTOD JSON (``meditod``), the markdown history note (``note``) or the printable note (``html``)."""
+        """MediTOD JSON (``meditod``), the markdown history note (``note``), the printable note (``html``) or the
+        interview's access log (``access``, its owner only); recorded."""
         if fmt not in EXPORT_SUFFIX:
             raise ValueError(f"unknown export format {fmt!r}; use {', '.join(EXPORT_SUFFIX)}")
-        st = self.state(session_id, user)
+        session, owner = self.checked(session_id, user, "exported")
+        self._check_format(session_id, owner, user, fmt, "exported")
+        text = self._export_text(session, fmt)
+        self.access.record(session_id, owner, user, "exported", detail=fmt)
+        return text
+
+    def _check_format(self, session_id: str, owner: str | None, user: str, fmt: str, action: str) -> None:
+        """The access log is its owner's alone, even where sessions are shared: anyone else is refused (and
+        recorded)."""
+        if fmt == "access" and owner != user:
+            self.access.record(session_id, owner, user, action, "refused", detail=fmt)
+            raise SessionNotFound(f"no access log of session {session_id!r} for {user}: only its owner sees it")
+
+    def _export_text(self, session: Session, fmt: str) -> str:
+        """The export's text (the caller checked who may have it)."""
+        if fmt == "access":
+            owner = session.state().owner or ""
+            return access_log_json(self.access_entries(owner, session.id), owner, session.id)
+        st = session.state()
         return printable_note(st) if fmt == "html" else export_session(st, fmt)
 
     def export_file(self, session_id: str, user: str, fmt: str) -> Path:
-        """The export as a file in the console's own temporary directory (private to this process's user, removed
-        when the console closes), for Gradio to serve to the logged-in clinician."""
-        text = self.export(session_id, user, fmt)
-        path = Path(tempfile.mkdtemp(dir=self.export_dir)) / f"medhx-{session_id}-{EXPORT_SUFFIX[fmt]}"
-        path.write_text(text, encoding="utf-8")
-        return path
+        """The export as a file in the private data directory (0600 in 0700), for the console's own route
+        (``/export/<session>/<name>``: :mod:`ui.exports`) to serve to clinicians who may see the interview."""
+        return self.files.write(session_id, fmt, self.export(session_id, user, fmt))
+
+    def download(self, session_id: str, user: str, name: str) -> tuple[Path, str]:
+        """The file behind an export link (written again from the store when it is gone) and its name; recorded.
+        Anything but an export of an interview ``user`` may see is :class:`SessionNotFound`."""
+        session, owner = self.checked(session_id, user, "downloaded")
+        fmt = format_of(session_id, name)
+        if fmt is None:
+            raise SessionNotFound(f"no export {name!r} of session {session_id!r}")
+        self._check_format(session_id, owner, user, fmt, "downloaded")
+        path = self.files.fresh(session_id, fmt) if fmt != "access" else None  # a log is read as it is now
+        if path is None:
+            path = self.files.write(session_id, fmt, self._export_text(session, fmt))
+        self.access.record(session_id, owner, user, "downloaded", detail=fmt)
+        return path, name
+
+    def access_entries(self, user: str, session_id: str | None = None) -> list[AccessEntry]:
+        """The access log of ``user``'s own interviews (one with ``session_id``; deleted ones included): nobody
+        else's, whatever the sharing setting."""
+        return self.access.entries(user, session_id)
 
     # -- changing (owner checked, one at a time per session)
 
     def start(self, variant: Variant, user: str) -> str:
         """A new interview owned by ``user``; the doctor's greeting is in it (or awaits review)."""
-        return self.store(variant).start(owner=user).id
+        session_id = self.store(variant).start(owner=user).id
+        self.access.record(session_id, user, user, "started")
+        return session_id
 
     def begin_turn(self, variant: Variant, session_id: str, user: str, text: str) -> TurnRun:
         """Start a patient turn; raises at once (nothing sent) when the session is busy, ended or awaits review."""
-        self.session(session_id, user)
+        _, owner = self.checked(session_id, user, "turn")
         store = self.store(variant)
         lock = self._acquire(session_id)
         try:
@@ -311,6 +375,7 @@ class Console:
                 raise SessionError("the planned doctor turn awaits your review: approve or edit it first")
             if waiting is None:
                 raise SessionError(f"this interview has ended ({session.state().status}); start a new one")
+            self.access.record(session_id, owner, user, "turn", detail=len(session.state().turns))
             return TurnRun(session, text, lock)
         except BaseException:
             lock.release()
@@ -319,10 +384,12 @@ class Console:
     def review(self, variant: Variant, session_id: str, user: str, decision: dict) -> TurnEnd:
         """Answer the review interrupt as ``user`` (recorded with the time in the session's review edits); where it
         left the session."""
-        self.session(session_id, user)
+        _, owner = self.checked(session_id, user, "reviewed")
         store = self.store(variant)
         with self.turn_lock(session_id):
             Session(store, session_id).review(decision, by=user)
+        kind = next((k for k in ("edit", "replace_actions", "approve", "state_patch") if k in decision), "")
+        self.access.record(session_id, owner, user, "reviewed", detail=kind)
         return self.turn_end(session_id, user)
 
     def turn_end(self, session_id: str, user: str) -> TurnEnd:
@@ -337,9 +404,12 @@ class Console:
             self.store(variant).resume(session_id)
 
     def delete(self, session_id: str, user: str) -> None:
-        self.session(session_id, user)
+        """Delete the interview, its checkpoints and its export files; the access log keeps the deletion."""
+        _, owner = self.checked(session_id, user, "deleted")
         with self.turn_lock(session_id):
             self.reader.delete(session_id)
+        self.files.remove(session_id)
+        self.access.record(session_id, owner, user, "deleted")
 
     def wait_ready(self, variant: Variant, tick_s: float = 1.0) -> Iterator[float]:
         """Seconds waited, every ``tick_s``, until the variant's modules are built (raises if the build fails)."""

@@ -19,6 +19,7 @@ import gradio as gr
 
 from ui import render
 from ui.console import Console, TurnProgress, user_message
+from ui.exports import download_name
 from ui.layout import ROLES, Page, variant_of, variant_value
 from ui.presets import BASE_MODEL, Variant, adapter_choices, served_models, server_status
 
@@ -99,6 +100,9 @@ def view(console: Console, page: Page, user: str, sid: str, message: str = "", k
     out[record.state_box] = render.state_panel(patient_state, render.changed_items(before, patient_state), before)
     out[record.summary] = render.clinician_summary(st)
     out[record.note] = render.history_note(st)
+    mine = st is not None and st.owner == user
+    out[record.access_log] = render.access_log(console.access_entries(user, sid) if mine else None,
+                                               owner=mine or st is None)
     out[talk.timing] = render.latency_table(st.turns if st else [])
     out[talk.review_log] = render.review_log(st)
     if pending is not None:
@@ -158,7 +162,7 @@ def on_load(console: Console, page: Page, last: str, request: gr.Request) -> Ite
         return
     if last:
         try:
-            console.session(last, user)
+            console.open(last, user)
         except Exception:
             last = ""
     yield safe_view(console, page, user, last, f"Ready. Resumed interview {last}." if last else
@@ -185,7 +189,7 @@ def on_open(console: Console, page: Page, sid: str, variant_v: dict, request: gr
         yield safe_view(console, page, user, "", "")
         return
     try:
-        if console.session(sid, user).waiting_for() == "running":
+        if console.open(sid, user).waiting_for() == "running":
             variant = variant_of(variant_v, console)
             yield only_status(page, f"Interview {sid} stopped mid-turn; finishing that turn first…", "busy")
             yield from wait_for_modules(console, page, variant)
@@ -212,13 +216,14 @@ def on_delete(console: Console, page: Page, target: str, sid: str, request: gr.R
 
 
 def on_export(console: Console, page: Page, fmt: str, sid: str, request: gr.Request) -> Updates:
+    """Write the export to the private data directory and show its link (the console's own route serves it)."""
     user = who(request, console)
     try:
-        path = console.export_file(sid, user, fmt)
+        console.export_file(sid, user, fmt)
     except Exception as exc:
         return only_status(page, user_message(exc), "error")
-    return {page.side.files: gr.File(value=[str(path)], visible=True),
-            page.status: render.status_html(f"Exported {path.name}.", "ok")}
+    return {page.side.files: gr.HTML(render.export_link(sid, fmt), visible=True),
+            page.status: render.status_html(f"Exported {download_name(sid, fmt)}.", "ok")}
 
 
 # --------------------------------------------------------------------------- a turn and its review

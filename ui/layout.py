@@ -66,7 +66,7 @@ class Sidebar:
     adapters: dict[str, gr.Dropdown]  # role -> adapter choice, shown for the preset's LLM roles
     check: gr.Button
     export: dict[str, gr.Button]  # export format -> button
-    files: gr.File
+    files: gr.HTML  # the link to the last export, served by the console's owner-checked route (ui.exports)
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,7 @@ class Record:
     state_box: gr.HTML
     summary: gr.Markdown
     note: gr.Markdown
+    access_log: gr.Markdown  # who opened, exported, reviewed, deleted the interview (its owner only)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class Page:
         return [self.sid, self.last_sid, self.side.sessions, self.talk.chat, self.banner, self.record.state_box,
                 self.record.summary, self.record.note, self.talk.timing, self.talk.action_title, self.talk.actions,
                 self.talk.utterance, self.talk.state_patch, self.talk.review_log, self.status,
-                self.talk.review_controls]
+                self.talk.review_controls, self.record.access_log]
 
     def module_outputs(self) -> list:
         """The components :func:`ui.handlers.modules_panel` writes."""
@@ -164,9 +165,10 @@ def build_sidebar(console: Console) -> Sidebar:
         with gr.Row():
             export = {"meditod": gr.Button("MediTOD JSON", size="sm", elem_id="mhx-export-json"),
                       "note": gr.Button("Note (.md)", size="sm", elem_id="mhx-export-md"),
-                      "html": gr.Button("Printable note", size="sm", elem_id="mhx-export-html")}
-        files = gr.File(label="Exported files", file_count="multiple", interactive=False, elem_id="mhx-files",
-                        visible=False)
+                      "html": gr.Button("Printable note", size="sm", elem_id="mhx-export-html"),
+                      "access": gr.Button("Access log", size="sm", elem_id="mhx-export-access")}
+        # a plain link to the console's own route: Gradio's File would copy the export into its shared temp dir
+        files = gr.HTML("", elem_id="mhx-files", visible=False)
     return Sidebar(new=new, sessions=sessions, refresh=refresh, delete=delete, preset=preset, review_on=review_on,
                    server=server, adapters=adapters, check=check, export=export, files=files)
 
@@ -207,4 +209,7 @@ def build_record() -> Record:
     with gr.Accordion("Clinician's summary (not shared with the patient)", open=True, elem_id="mhx-summary"):
         summary = gr.Markdown(render.clinician_summary(None), elem_id="mhx-summary-box")
     note = gr.Markdown(render.history_note(None), elem_id="mhx-note-box")
-    return Record(state_box=state_box, summary=summary, note=note)
+    with gr.Accordion("Access log (who opened, exported, reviewed; owner only)", open=False,
+                      elem_id="mhx-access-log"):
+        access_log = gr.Markdown(render.access_log(None))
+    return Record(state_box=state_box, summary=summary, note=note, access_log=access_log)

@@ -15,12 +15,14 @@ from datetime import datetime
 
 from markdown_it import MarkdownIt
 
+from agent.app.access_log import AccessEntry
 from agent.app.export import export_session, summary_markdown
 from agent.app.graph import TURN_NODES
 from agent.app.graph_state import InterviewState, Turn
 from agent.app.sessions import SessionInfo
 from agent.core import cmas
 from agent.core.safety import level_rank
+from ui.exports import download_name, export_href
 
 GROUP_LABELS = {
     "symptom": "Symptoms", "medical_history": "Past medical history", "family_history": "Family history",
@@ -236,6 +238,32 @@ def review_log(st: InterviewState | None) -> str:
     return "\n".join(lines)
 
 
+ACCESS_WORDS = {"started": "started", "opened": "opened", "turn": "patient turn", "reviewed": "reviewed",
+                "exported": "exported", "downloaded": "downloaded", "deleted": "deleted"}
+
+
+def access_log(entries: list[AccessEntry] | None, owner: bool = True) -> str:
+    """Who did what with the interview, and when (markdown; for its owner only): the access log, newest first,
+    refused attempts in bold."""
+    if not owner:
+        return "_Only the interview's owner sees its access log._"
+    if not entries:
+        return "_Nothing recorded yet._"
+    lines = ["| at | who | what | |", "|---|---|---|---|"]
+    for e in reversed(entries):
+        what = ACCESS_WORDS.get(e.action, e.action) + (f" ({e.detail})" if e.detail else "")
+        outcome = "**refused**" if e.outcome == "refused" else "done"
+        lines.append(f"| {esc(_when(e.at, seconds=True))} | {esc(e.actor)} | {esc(what)} | {outcome} |")
+    return "\n".join(lines)
+
+
+def export_link(session_id: str, fmt: str) -> str:
+    """The link to an export file, served by the console's own owner-checked route (:mod:`ui.exports`)."""
+    name = download_name(session_id, fmt)
+    return (f'<div id="mhx-export-links"><a href="{esc(export_href(session_id, fmt))}" download="{esc(name)}">'
+            f"{esc(name)}</a></div>")
+
+
 def actions_json(actions: list[dict] | None) -> str:
     return json.dumps(actions or [], indent=2, ensure_ascii=False)
 
@@ -243,11 +271,11 @@ def actions_json(actions: list[dict] | None) -> str:
 # --------------------------------------------------------------------------- sessions
 
 
-def _when(at: str | None) -> str:
+def _when(at: str | None, seconds: bool = False) -> str:
     if not at:
         return ""
     try:
-        return datetime.fromisoformat(at).strftime("%Y-%m-%d %H:%M UTC")
+        return datetime.fromisoformat(at).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
     except ValueError:
         return at
 

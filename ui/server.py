@@ -16,9 +16,12 @@ import gradio as gr
 import uvicorn
 from fastapi import FastAPI
 
+from agent.app.checkpoints import default_data_dir
+from agent.app.logins import LoginStore
 from ui.app import build_blocks
 from ui.auth import Credentials, LoginSessions, check_can_start, install_login
 from ui.console import Console
+from ui.exports import install_export_route
 from ui.layout import APP_CSS
 from ui.settings import UISettings
 
@@ -34,7 +37,8 @@ class ConsoleApp:
 
 
 def create_app(settings: UISettings, credentials: Credentials) -> ConsoleApp:
-    """The console's ASGI app. With credentials, every route but ``/login`` and ``/logout`` needs a login."""
+    """The console's ASGI app. With credentials, every route but ``/login`` and ``/logout`` needs a login (kept in
+    the console's session store, so it survives a restart and is valid in every console process on the store)."""
     check_can_start(settings, credentials)
     console = Console(settings)
     console.prepare(console.default_variant())  # start building the default agent now: the page waits less
@@ -43,10 +47,15 @@ def create_app(settings: UISettings, credentials: Credentials) -> ConsoleApp:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     logins = None
     if credentials:
-        logins = LoginSessions(settings.login_ttl_hours * 3600)
+        logins = LoginSessions(LoginStore(console.reader.checkpoints, settings.login_ttl_hours * 3600))
         install_login(app, credentials, logins, settings)
+    # before Gradio's mount at "/", which would answer every path
+    install_export_route(app, console.download, settings.anonymous_user)
+    store_path = console.reader.checkpoints.settings.path
+    private = [str(p.resolve()) for p in (console.files.root, store_path.parent if store_path else default_data_dir())]
     gr.mount_gradio_app(
         app, blocks, path="/", auth_dependency=logins.user_of if logins else None, ssr_mode=False,
+        blocked_paths=private,  # Gradio's file route never serves the store or the exports, whatever it is asked
         css=APP_CSS, theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate"),
         footer_links=["api", "settings"], run_history=False, max_file_size="1mb", enable_monitoring=False,
         app_kwargs={"docs_url": None, "redoc_url": None, "openapi_url": None},

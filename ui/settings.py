@@ -41,7 +41,9 @@ class UISettings(BaseModel):
     users_file: ConfigPath | None = None  # YAML mapping username -> hash, kept outside the repository
     share_sessions: bool = False  # every clinician sees every session (else only those they started)
     concurrency_limit: int = Field(default=4, ge=1)  # turns running at once (Gradio's queue)
-    login_ttl_hours: float = Field(default=12.0, gt=0)
+    login_ttl_hours: float = Field(default=12.0, gt=0)  # a login (kept in the session store) expires after this
+    export_dir: ConfigPath | None = None  # exported files (0700/0600); None: "exports" in the private data directory
+    export_keep_minutes: float = Field(default=60.0, gt=0)  # exported files are deleted after this (made again)
     cookie_secure: bool = False  # set true behind HTTPS
     anonymous_user: str = "local"  # the owner recorded when no credentials are configured (loopback only)
 

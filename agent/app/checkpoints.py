@@ -183,6 +183,25 @@ class CheckpointStore:
     def describe(self) -> str:
         return self.settings.describe()
 
+    # -- medhx's other tables on this store (logins: agent.app.logins; access log: agent.app.access_log)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgres``: which SQL a table of medhx's own is created with."""
+        return self.settings.store
+
+    def execute(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """One statement on a table of medhx's own (``?`` placeholders), committed at once; never LangGraph's."""
+        return self._execute(sql, params)
+
+    def create_table(self, ddl: str, table: str) -> None:
+        """``CREATE TABLE IF NOT EXISTS`` (or an index) that tolerates another process creating it at the same
+        moment (PostgreSQL can then raise a unique violation on its catalogue): the table existing is success."""
+        try:
+            self._execute(ddl)
+        except Exception:
+            self._execute(f"SELECT 1 FROM {table} WHERE 1 = 0")  # raises the real problem if it is not there
+
     # -- the session index (medhx's own table)
 
     def _execute(self, sql: str, params: tuple = ()) -> list[tuple]:

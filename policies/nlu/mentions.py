@@ -90,10 +90,11 @@ _NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?
 
 _DRUG = "drug:"
 # A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took
-# in the past / no) and files one tried and dropped under "no" ("I've tried some Tylenol ... it didn't really
-# help": status no), so a stopped medicine is a negative item, never a current one.
+# in the past / no), and the annotated dialogues file what is no longer taken under "no": a stopped medicine is a
+# negative item, never a current one. "Tried" is not a stop ("I've tried my inhalers, they sometimes help" is
+# annotated positive).
 _STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|no longer|gave up|quit|used to|"
-                             r"was on|were on|had been on|was taking|used to take|tried)\b(?:\W+\w+){0,4}\W*$", re.I)
+                             r"was on|were on|had been on|was taking|used to take)\b(?:\W+\w+){0,4}\W*$", re.I)
 _STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\W+|they\W+|the doctor\W+)?"
                             r"(?:stopped|came off|come off|gave|quit|had to stop|took me off)\W+"
                             r"(?:taking\W+)?(?:it|them|that|those)\b", re.I)  # "... but I stopped it": the same drug

@@ -46,6 +46,8 @@ def run_console(args: argparse.Namespace) -> int:
 
         return run_processes(args, settings.port)
 
+    from agent.app.cpu_threads import limit_model_threads
     from ui.server import serve
 
+    limit_model_threads()  # before the models load: turns run in threads of their own already
     return serve(settings, credentials)

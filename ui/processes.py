@@ -10,9 +10,8 @@ processes never run a turn of one interview at once: a turn holds the session's 
 
 The launcher starts the processes (each ``python -m ui`` with the same options and its own port), says where they
 are, and stops them all on Ctrl-C or SIGTERM. A process that exits is reported and not restarted (the proxy routes
-around it; a service manager that restarts it is the deployment's choice). Each process gets ``cores / N`` threads
-for the CPU-bound model code (torch's intra-op pool, ``OMP_NUM_THREADS``) unless the environment sets them: N pools
-of every core on one machine would only take turns on the same cores.
+around it; a service manager that restarts it is the deployment's choice). Each process runs its model code on one
+CPU thread unless ``OMP_NUM_THREADS`` says otherwise (:mod:`agent.app.cpu_threads`).
 """
 
 from __future__ import annotations
@@ -25,12 +24,9 @@ import sys
 import time
 from types import FrameType
 
+from agent.app.cpu_threads import limit_model_threads
+
 STOP_GRACE_S = 15  # a process has this long to finish after SIGTERM (a running turn is checkpointed node by node)
-
-
-def threads_per_process(processes: int, cores: int | None = None) -> int:
-    """The CPU threads each of ``processes`` processes on this machine gets: an even share of the cores."""
-    return max(1, (cores or os.cpu_count() or 1) // max(1, processes))
 
 
 def child_command(args: argparse.Namespace, port: int) -> list[str]:
@@ -47,7 +43,7 @@ def run_processes(args: argparse.Namespace, base_port: int) -> int:
     """Start ``args.processes`` consoles on ``base_port`` onwards; return when all have exited (1 if any failed)."""
     n = args.processes
     env = {**os.environ}
-    env.setdefault("OMP_NUM_THREADS", str(threads_per_process(n)))
+    limit_model_threads(env)
     children = [subprocess.Popen(child_command(args, base_port + i), env=env) for i in range(n)]
     for i, child in enumerate(children):
         print(f"medhx console process {i + 1}/{n}: pid {child.pid}, port {base_port + i}", file=sys.stderr, flush=True)

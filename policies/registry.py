@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.core.bounds import MAX_VALUE_CHARS
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths
 from agent.core.protocol import DST, NLG, NLU, Policy
@@ -70,7 +71,7 @@ class LLMSettings(Settings):
     constrained: bool | None = None  # JSON-Schema-constrained decoding (NLU, POL)
     max_prompt_tokens: int | None = Field(default=None, ge=1)
     schema_max_items: int | None = None
-    schema_max_length: int | None = None
+    schema_max_length: int | None = Field(default=None, ge=1, le=MAX_VALUE_CHARS)  # parsing bounds every value at that
     exemplars: Exemplars | None = None
 
 

@@ -105,3 +105,11 @@ def postgres_url():
     out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True)
     yield out.stdout.strip().splitlines()[-1]
     subprocess.run(["bash", str(script), "stop"], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """``(playwright, chromium)``: Debian's Chromium driven by Playwright (``tests/browser_fixtures.py``)."""
+    from browser_fixtures import chromium
+
+    yield from chromium()

@@ -4,7 +4,7 @@ Each generated text is what an LLM module's model answered: it goes through the 
 ``LLMNLU`` / ``LLMPolicy``: prompt, parse, strict -> repair -> lenient, ``models.parsing``) and the real graph node
 (``agent.app.graph_nodes.Nodes.nlu`` with the CMAS and grounding gate, ``Nodes.policy`` with lenient action parsing),
 and the node's update is serialised as the checkpointer stores it. The only fake is the model itself
-(:class:`ScriptedModel`, at the backend boundary: its answer is the input under test).
+(:class:`model_fixtures.ScriptedModel`, at the backend boundary: its answer is the input under test).
 
 Every output must be repaired (wholly, or partly with the rest set aside in ``extra``) or reported as a format
 error; no exception may escape. ``pytest -s`` prints the count of each outcome per kind of damage.
@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from model_fixtures import ScriptedModel
 
 from agent.app.graph_nodes import Agent, Nodes
 from agent.app.graph_state import InterviewState, Turn, utc_now
 from agent.core import cmas
 from agent.core.ontology import default_vocabulary
 from agent.core.tracker import RuleTracker
-from models.backends.base import GenerationResult
 from models.modules import LLMNLU, LLMPolicy
 from policies.registry import make_template_nlg
 
@@ -53,23 +53,6 @@ VALID_POL = [
 ]
 
 Case = tuple[str, str, str]  # (category, task: nlu | nlu-icl | pol, model text)
-
-
-class ScriptedModel:
-    """The model boundary, faked (named as such): every request is answered with :attr:`text`, the output under
-    test. Everything after the model (module, parsing, graph node, checkpoint serialiser) is the real code."""
-
-    name = "scripted-model"
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    def generate(self, requests: list, progress: bool = False) -> list[GenerationResult]:
-        return [GenerationResult(text=self.text, prompt_tokens=0, completion_tokens=0, latency_s=0.0)
-                for _ in requests]
-
-    def close(self) -> None:
-        pass
 
 
 # --------------------------------------------------------------------------- what counts as malformed

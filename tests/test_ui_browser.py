@@ -8,12 +8,12 @@ from the sidebar, sign out. And a restart: the console stops and a new one start
 open page reloads signed in, on the same cookie.
 Screenshots go to the test's tmp directory; ``MEDHX_UPDATE_SCREENSHOT=1`` also writes docs/console.png.
 
-Installed by ``bash .ci/install.sh --test`` (apt ``chromium``, pip ``playwright``). Under CI a missing browser fails.
+Browser and helpers: ``tests/browser_fixtures.py`` (Debian's Chromium through Playwright; under CI a missing browser
+fails).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -21,36 +21,13 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+from browser_fixtures import send, status_says
 from graph_fixtures import REPO
 from ui_fixtures import PASSWORDS, RED_FLAG_LINE, SCRIPT, console_settings, running_console
 
 from agent.core.data import load_dialogs_file
 
-CHROMIUM = os.environ.get("MEDHX_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TIMEOUT_MS = 30_000
-
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = [what for what, ok in (("playwright (pip)", importlib.util.find_spec("playwright") is not None),
-                                     (CHROMIUM, shutil.which(CHROMIUM) is not None)) if not ok]
-    if missing:
-        message = f"{', '.join(missing)} not installed: bash .ci/install.sh --test installs both"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield p, b
-        finally:
-            b.close()
 
 
 def gradio_copies(needle: bytes) -> list[Path]:
@@ -61,15 +38,6 @@ def gradio_copies(needle: bytes) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()] if root.exists() else []
 
 
-def status_says(page, text: str) -> None:
-    """Wait until the status line says ``text``; fail with what it says instead if it turns to an error."""
-    status = page.locator("#mhx-status")
-    try:
-        status.get_by_text(text).wait_for(timeout=TIMEOUT_MS)
-    except Exception:
-        pytest.fail(f"status never said {text!r}; it says {status.inner_text()!r}")
-
-
 def sign_in(page, url: str, user: str) -> None:
     if not page.url.endswith("/login"):
         page.goto(url)
@@ -78,12 +46,6 @@ def sign_in(page, url: str, user: str) -> None:
     page.click("button[type=submit]")
     status_says(page, "Ready.")
     assert f"Signed in as {user}" in page.locator("#mhx-header").inner_text()
-
-
-def send(page, text: str, expect: str) -> None:
-    page.locator("#mhx-patient textarea").fill(text)
-    page.locator("#mhx-send").click()
-    status_says(page, expect)
 
 
 def test_clinician_visit(browser, tmp_path):

@@ -1,5 +1,6 @@
-"""Starting the console from the command line: ``medhx chat [--config FILE] [--host H] [--port N]`` and
-``python -m ui`` (the same options)."""
+"""Starting the console from the command line: ``medhx chat [--config FILE] [--host H] [--port N] [--processes K]``
+and ``python -m ui`` (the same options). ``--processes K`` runs K console processes on one store, on ports N to
+N+K-1 (:mod:`ui.processes`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                      "(default configs/ui.yaml)")
     p.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; any other needs credentials)")
     p.add_argument("--port", type=int, default=None, help="port (default 7860)")
+    p.add_argument("--processes", type=int, default=1, metavar="K",
+                   help="K console processes on one session store, on ports PORT .. PORT+K-1, for a reverse proxy "
+                        "that keeps each browser with one of them (deploy/nginx/medhx.conf)")
 
 
 def settings_from_args(args: argparse.Namespace) -> UISettings:
@@ -35,7 +39,15 @@ def run_console(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     credentials = Credentials.from_settings(settings)
     check_can_start(settings, credentials)  # before Gradio is imported: a refused start is quick
+    if getattr(args, "processes", 1) != 1:
+        if args.processes < 1 or settings.port == 0:
+            raise ValueError("--processes needs K >= 1 and a fixed --port (the first of K consecutive ports)")
+        from ui.processes import run_processes
 
+        return run_processes(args, settings.port)
+
+    from agent.app.cpu_threads import limit_model_threads
     from ui.server import serve
 
+    limit_model_threads()  # before the models load: turns run in threads of their own already
     return serve(settings, credentials)

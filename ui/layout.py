@@ -10,6 +10,7 @@ the top the moment a rule fires.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import gradio as gr
@@ -122,11 +123,19 @@ class Page:
         return [self.variant, self.side.server, self.status, *self.side.adapters.values()]
 
 
+def last_session_key(console: Console) -> str:
+    """The key the page's "interview to reopen" is kept under in the browser: the same in every console process on
+    one store (Gradio's default is random per process, so a page reloaded onto another process, behind a proxy after
+    its own stopped, or after a restart, reopened nothing). It is not a secret and need not be: the value is an
+    interview id the clinician sees anyway, and reopening it checks on the server that it is theirs."""
+    return hashlib.sha256(f"medhx last session: {console.reader.describe()}".encode()).hexdigest()[:32]
+
+
 def build_page(console: Console) -> Page:
     """The console's components, laid out (inside the caller's ``gr.Blocks``)."""
     sid = gr.State("")
     variant = gr.State(variant_value(console.default_variant()))
-    last_sid = gr.BrowserState("", storage_key="medhx_last_session")
+    last_sid = gr.BrowserState("", storage_key="medhx_last_session", secret=last_session_key(console))
 
     header = gr.HTML('<div id="mhx-header"><h1>medhx clinician console</h1></div>')
     gr.HTML('<p id="mhx-disclaimer">Research and demonstration tool: it takes a history for a clinician to '

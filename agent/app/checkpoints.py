@@ -26,6 +26,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,8 @@ from typing import Any
 SQLITE_FILE = "sessions.sqlite"
 POSTGRES_ENV = "MEDHX_POSTGRES_URL"
 DATA_ENV = "MEDHX_DATA"
+SCHEMA_LOCK = (0x6D656468, 0x78)  # "medh", "x": the PostgreSQL advisory lock held while the tables are set up
+SCHEMA_LOCK_TIMEOUT_S = 120
 
 
 class SessionError(RuntimeError):
@@ -154,16 +157,29 @@ class CheckpointStore:
             raise ConnectionError(f"cannot connect to the PostgreSQL session store {self.settings.describe()}: "
                                   f"{type(exc).__name__}") from None
         self.saver = PostgresSaver(self.pool)
-        self.saver.setup()
         # One connection holds every session lock this process takes (advisory locks are per connection, many keys
         # at once): a running turn does not tie up a pooled connection, and if the process dies the server drops
         # the connection and with it the locks.
         self._lock_conn = self._connect_locks()
         self._held: set[str] = set()
-        with self.pool.connection() as conn:
-            self.new_index = conn.execute("SELECT to_regclass('medhx_sessions') AS t").fetchone()["t"] is None
-            conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
-                         "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
+        # Processes starting together on a new database would create the tables at once and collide in the catalog
+        # (UniqueViolation): one process at a time, under a lock of its own (the two-key advisory lock space, apart
+        # from the sessions' one-key locks). Polled, never waited on: LangGraph's migrations build indexes
+        # CONCURRENTLY, which waits for every open transaction, a blocked pg_advisory_lock call included.
+        deadline = time.monotonic() + SCHEMA_LOCK_TIMEOUT_S
+        while not self._lock_conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS got", SCHEMA_LOCK).fetchone()["got"]:
+            if time.monotonic() > deadline:
+                raise SessionError(f"the session store's tables were still being set up by another process after "
+                                   f"{SCHEMA_LOCK_TIMEOUT_S} s ({self.settings.describe()})")
+            time.sleep(0.1)
+        try:
+            self.saver.setup()
+            with self.pool.connection() as conn:
+                self.new_index = conn.execute("SELECT to_regclass('medhx_sessions') AS t").fetchone()["t"] is None
+                conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
+                             "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
+        finally:
+            self._lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)", SCHEMA_LOCK)
 
     def _connect_locks(self, **kwargs: Any) -> Any:
         from psycopg import Connection

@@ -36,6 +36,7 @@ from agent.app.graph_state import (
     utc_now,
 )
 from agent.core import cmas, safety
+from agent.core.bounds import MAX_UTTERANCE_CHARS, bound_record, too_long
 from agent.core.clinical_text import is_opening
 from agent.core.protocol import NLG, ModuleOutput, Policy
 from models.backends.base import BackendError
@@ -297,11 +298,21 @@ class Nodes:
             meta = _plain({"raw": out.raw, "format_error": out.format_error, **out.meta})
             if reason:  # (a model NLG's own fallback, to the template, is already in its meta the same way)
                 meta["fallback"] = reason
-            if (not text or safety.claims_clinician(text)) and self.agent.guard_nlg is not None:
-                meta["guard"] = "empty utterance" if not text else "presented the agent as a clinician"
-                meta["rejected_text"] = text
-                text = str(self.agent.guard_nlg.verbalize(p.actions or [], s.context()).value).strip()
+            text = self._guarded(text, p.actions or [], s.context(), meta)
         return {"pending": self._pending(s, text=text, nlg_meta=meta)}
+
+    def _guarded(self, text: str, actions: list, ctx: Any, meta: dict) -> str:
+        """The NLG's utterance, or the template's in its place when it is empty, presents the agent as a clinician,
+        or is longer than an utterance may be (then always: an over-long text is never passed on); ``meta`` records
+        why and what was rejected (an over-long text by its length and first characters)."""
+        long = too_long(text, MAX_UTTERANCE_CHARS)
+        why = ("empty utterance" if not text else f"longer than {MAX_UTTERANCE_CHARS} characters" if long
+               else "presented the agent as a clinician" if safety.claims_clinician(text) else None)
+        if why is None or (self.agent.guard_nlg is None and not long):
+            return text
+        meta["guard"] = why
+        meta["rejected_text"] = bound_record(text, MAX_UTTERANCE_CHARS)
+        return str(self.agent.nlg_fallback().verbalize(actions, ctx).value).strip()
 
     def review(self, s: InterviewState) -> dict:
         if not self.agent.review:
@@ -344,7 +355,9 @@ class Nodes:
                 if out is None:
                     out = self.agent.nlg_fallback().verbalize(planned, ctx)
                     nlg_meta = {**p.nlg_meta, "fallback": reason}
-                text = str(out.value).strip()
+                guard: dict[str, Any] = {}
+                text = self._guarded(str(out.value).strip(), planned, ctx, guard)
+                nlg_meta = {**nlg_meta, **guard}
         if decision.edit is not None:
             edits.append(ReviewEdit(kind="edit", before=text, after=decision.edit.strip(), **rec))
             text = decision.edit.strip()
@@ -406,7 +419,7 @@ def _one_line(text: str, limit: int = 200) -> str:
 def _plain(meta: dict) -> dict:
     """Module output and meta as JSON-safe values (they are checkpointed): other types as text, and a model's lone
     surrogates (no character; the store cannot encode them) as U+FFFD."""
-    return json.loads(valid_unicode(json.dumps(meta, default=str, ensure_ascii=False)))
+    return bound_record(json.loads(valid_unicode(json.dumps(meta, default=str, ensure_ascii=False))))
 
 
 def _emit(event: dict) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.core import cmas
+from agent.core.bounds import MAX_UTTERANCE_CHARS, MAX_VALUE_CHARS
 from agent.core.data import Utterance
 from agent.core.protocol import TurnContext
 
@@ -136,10 +137,10 @@ class ReviewDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     approve: bool | None = None
-    edit: str | None = None
+    edit: str | None = Field(default=None, max_length=MAX_UTTERANCE_CHARS)  # an utterance, bounded as any other
     replace_actions: list[dict] | None = None
     state_patch: dict[str, list[dict]] | None = None
-    by: str = "clinician"
+    by: str = Field(default="clinician", max_length=MAX_VALUE_CHARS)
     at: str = ""
 
 

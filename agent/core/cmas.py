@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError, create_model
 
+from agent.core.bounds import MAX_VALUE_CHARS, any_too_long, bound_record, set_aside, too_long
+
 # --------------------------------------------------------------------------- intents
 
 PATIENT_INTENTS: tuple[str, ...] = ("inform", "chit-chat", "nod_prompt_salutations")
@@ -167,7 +169,9 @@ def slot_items(state: dict[str, Any], base: str) -> list[tuple[str | None, dict[
 # --------------------------------------------------------------------------- pydantic types
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
-NonEmpty = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+Value = Annotated[str, StringConstraints(max_length=MAX_VALUE_CHARS)]
+"""Every CMAS string is bounded (:mod:`agent.core.bounds`): whatever wrote it, a longer one is not CMAS."""
+NonEmpty = Annotated[str, StringConstraints(min_length=1, max_length=MAX_VALUE_CHARS, pattern=r"\S")]
 """A head value: something must be named (an empty value names nothing and would be said as nothing)."""
 
 
@@ -179,9 +183,9 @@ def _item_model(spec: SlotSpec, with_status: bool) -> type[BaseModel]:
         elif a == "value" and spec.medical:
             fields[a] = (NonEmpty, ...)  # a medical item is identified by its head value
         else:
-            fields[a] = (str | None, None)
+            fields[a] = (Value | None, None)
     for a in spec.lists:
-        fields[a] = (list[str] | None, None)
+        fields[a] = (list[Value] | None, None)
     if with_status and spec.statuses:
         fields["status"] = (Literal[spec.statuses], ...)
     suffix = "StatusAttr" if with_status else ""
@@ -222,8 +226,8 @@ class NLUFrameStatusAttr(BaseModel):
 
 class Check(BaseModel):
     model_config = _STRICT
-    type: str
-    values: list[str] | None = None
+    type: Value
+    values: list[Value] | None = None
 
 
 class ActionSlot(BaseModel):
@@ -336,10 +340,18 @@ def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) 
         return None
     kept = {}
     for k, v in item.items():
-        if k in allowed:
-            kept[k] = v
-        else:
+        if k not in allowed:
             extra[f"{path}.{k}"] = v
+        elif isinstance(v, list) and any_too_long(v):  # the over-long strings of a list go, the others stay
+            for n, x in enumerate(v):
+                if too_long(x):
+                    extra[f"{path}.{k}.{n}"] = set_aside(x)
+            if short := [x for x in v if not too_long(x)]:
+                kept[k] = short
+        elif too_long(v):
+            extra[f"{path}.{k}"] = set_aside(v)
+        else:
+            kept[k] = v
     return kept
 
 
@@ -358,7 +370,13 @@ def _lenient_slots(slots: Any, path: str, extra: dict[str, Any], status_attr: bo
         if not isinstance(items, list):
             items = [items]
         allowed = set(spec.attributes) | ({"status"} if status_attr else set())
-        kept = [k for j, it in enumerate(items) if (k := _keep_known(it, allowed, f"{path}.{name}.{j}", extra))]
+        kept = []
+        for j, it in enumerate(items):
+            k = _keep_known(it, allowed, f"{path}.{name}.{j}", extra)
+            if spec.medical and k and "value" not in k and too_long(it.get("value")):
+                continue  # its head value was too long (set aside): the item names nothing any more
+            if k:
+                kept.append(k)
         if kept:
             out[name] = kept
     return out
@@ -382,7 +400,7 @@ def parse_nlu_lenient(obj: Any) -> Lenient:
             elif k != "intent":
                 extra[f"{i}.{k}"] = v
         kept.append(out)
-    return Lenient(_strict_or_extra(parse_nlu, kept, extra), extra)
+    return Lenient(_strict_or_extra(parse_nlu, kept, extra), bound_record(extra))
 
 
 def parse_actions_lenient(obj: Any) -> Lenient:
@@ -406,7 +424,7 @@ def parse_actions_lenient(obj: Any) -> Lenient:
             for j, it in enumerate(items if isinstance(items, list) else [items]):
                 item = _keep_known(it, {"value", "checks"}, f"{i}.{slot}.{j}", extra)
                 if item is None or not isinstance(item.get("value"), str):
-                    if item is not None:
+                    if item is not None and not too_long(it.get("value")):  # (an over-long one is recorded)
                         extra[f"{i}.{slot}.{j}"] = it
                     continue
                 checks, written = [], item.get("checks") or []
@@ -425,7 +443,7 @@ def parse_actions_lenient(obj: Any) -> Lenient:
             if good:
                 out[slot] = good
         kept.append(out)
-    return Lenient(_strict_or_extra(parse_actions, kept, extra), extra)
+    return Lenient(_strict_or_extra(parse_actions, kept, extra), bound_record(extra))
 
 
 def _strict_or_extra(parse: Callable[[list[Any]], list[Any]], kept: list[Any], extra: dict[str, Any]) -> list[Any]:
@@ -479,7 +497,7 @@ def _bound(schema: Any, max_items: int | None, max_length: int | None) -> Any:
         if schema.get("type") == "array" and max_items:
             schema.setdefault("maxItems", max_items)
         if schema.get("type") == "string" and max_length and "enum" not in schema and "const" not in schema:
-            schema.setdefault("maxLength", max_length)
+            schema["maxLength"] = min(max_length, schema.get("maxLength", max_length))  # the tighter bound
         schema.pop("default", None)
         schema.pop("title", None)
     elif isinstance(schema, list):

@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from agent.core import cmas
+from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
@@ -472,7 +473,7 @@ def default_rules() -> RuleSet:
 
 # --------------------------------------------------------------------------- patient text is data
 
-MAX_PATIENT_CHARS = 2000
+MAX_PATIENT_CHARS = MAX_UTTERANCE_CHARS  # the patient's words, cut here: what a prompt may hold of one turn
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _INJECTION = [
     re.compile(p, re.IGNORECASE)

@@ -1,257 +1,276 @@
-"""``medhx load-bench``: many interviews at once through one agent (one model server) and one session store.
+"""``medhx load-bench``: many interviews at once on one session store, the way a clinic loads it and past that.
 
-What a clinic deployment does when several clinicians interview at the same time, measured rather than asserted:
-``interviews`` scripted interviews (default 50) run concurrently, each in its own thread of one process, as the
-console's request queue runs them: one compiled graph, one set of modules (so one vLLM server when the agent config
-has LLM modules), one session store. Each store named in the config (SQLite, PostgreSQL) gets its own run.
+What a clinic deployment does when several clinicians interview at the same time, measured rather than asserted
+(config: :mod:`eval.runs.load_bench_config`):
 
-Each interview sends the patient lines of a shared MediTOD dialogue (cycled, so interviews differ), each ``send``
-with an idempotency key. Afterwards every session is read back from the store and compared with what was sent:
+- **clinic pace**: each simulated clinician runs 20-turn interviews one after another with a think time before each
+  patient turn (drawn from 5-20 s); clinicians join over a 1-minute ramp and turn latency is measured over the
+  5 minutes after it, at 25, 50 and 100 interviews at once;
+- **stress**: the closed loop, every interview at once with its turns back to back (50 by default): the machine's
+  ceiling, not a clinic.
 
-- ``lost`` turns: a line whose ``send`` returned but that is not in the stored session;
-- ``duplicated`` turns: a line stored more often than it was sent;
-- ``errors``: any exception a ``send`` raised (a busy session, a backend error, a database error), by type;
-- ``fallbacks_by_module``: answers in which a module missed the turn deadline or failed and a simpler one answered
-  (``agent.app.graph_nodes``): not errors, but the share of turns the configured models did not serve under this load.
+Each runs per store (SQLite, PostgreSQL) and per process count (1 and 2 processes on one store, as that many console
+processes behind a proxy run). A process is a worker (:mod:`eval.runs.load_bench_clients`) with one agent and one
+store, its clinicians in threads as the console's queue runs turns; the parent only coordinates, shows progress and
+checks. Traffic stays inside the machine: the agent runs in the workers, the store is a temporary SQLite directory or
+the configured PostgreSQL (loopback in the tests).
 
-Reported per store: turns/s (accepted patient turns over the wall time of the run), turn latency p50/p95/p99 (one
-``send``: NLU, tracking, red flags, policy, NLG and the checkpoint writes), errors, lost, duplicated, and the agent
-config and machine. ``errors``, ``lost`` and ``duplicated`` must be 0; the exit code is 1 when they are not.
-Outputs: ``report.json``, ``report.md`` and ``latency.png`` in ``output_dir``.
+Each patient turn goes with an idempotency key, and afterwards every session is read back from the store and
+compared with what its client sent, turn by turn (:mod:`eval.runs.load_bench_check`): lost, duplicated, altered
+and reordered turns, missing sessions. Reported per run: turn latency p50/p95/p99 (one ``send``: NLU, tracking, red
+flags, policy, NLG and the checkpoint writes), turns/s, errors by type, the checks, and which modules fell back
+(an answer from a simpler module: not an error, but a turn the configured models did not serve under this load).
+Errors and every check must be 0; the exit code is 1 when they are not. Outputs in ``output_dir``: ``report.json``,
+``report.md`` (a clinic table and a stress table) and ``p95.png`` (p95 against interviews at once per store and
+process count).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
+import queue
+import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from agent.app.sessions import SessionStore
-from agent.core.data import DEFAULT_DATA_DIR, load_dialogues
-from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
-from eval.metrics.stats import percentile
+from agent.app.cpu_threads import THREADS_ENV
+from agent.app.graph_state import InterviewState
+from agent.app.sessions import Session, SessionStore
+from agent.core.paths import REPO_ROOT
+from eval.runs.load_bench_check import check_transcripts
+from eval.runs.load_bench_clients import ClientPlan, Records, worker_main
+from eval.runs.load_bench_config import LoadBenchConfig, Store, load_config
+from eval.runs.load_bench_report import summarise, write_outputs
 from policies.agent_config import load_config as load_agent_config
 
-POSTGRES_ENV = "MEDHX_POSTGRES_URL"
+__all__ = ["LoadBenchConfig", "add_parser", "load_config", "run"]
+
+READY_TIMEOUT_S = 600  # a worker builds its agent and runs a warm-up turn (a vLLM-backed agent may start a server)
+START_DELAY_S = 1.0  # between handing out the plans and the run's start, so every worker starts on time
+POSTGRES_CONNECTIONS = 32  # pooled connections of all workers together (each also holds one for its locks)
 
 
-class LoadBenchConfig(BaseModel):
-    """Paths relative to the config file's directory (:mod:`agent.core.paths`)."""
-
-    model_config = ConfigDict(extra="forbid")
-    agent: ConfigPath = str(REPO_ROOT / "configs" / "ensemble.yaml")  # its session section is replaced per store
-    interviews: int = Field(default=50, ge=1)
-    turns: int = Field(default=4, ge=1)  # patient lines per interview
-    stores: list[Literal["sqlite", "postgres"]] = ["sqlite", "postgres"]
-    postgres_url: str | None = None  # default $MEDHX_POSTGRES_URL; postgres is required when listed
-    data: ConfigPath = str(DEFAULT_DATA_DIR)
-    output_dir: ConfigPath = str(REPO_ROOT / "runs" / "load_bench")
-
-
-def load_config(path: str | Path) -> LoadBenchConfig:
-    raw, base = read_config_file(path)
-    try:
-        return LoadBenchConfig.model_validate(resolve_paths(LoadBenchConfig, raw, base))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems} (allowed keys: {sorted(LoadBenchConfig.model_fields)})") from None
-
-
-def scripts(data: str | Path, interviews: int, turns: int) -> list[list[str]]:
-    """Per interview, its patient lines: the shared dialogues' patient turns, each interview starting elsewhere."""
-    lines = [u.text for d in load_dialogues(data) for u in d.utterances if u.speaker == "patient" and u.text.strip()]
-    if not lines:
-        raise ValueError(f"{data}: no patient utterances to replay")
-    return [[lines[(i * 3 + j) % len(lines)] for j in range(turns)] for i in range(interviews)]
-
-
-def store_session(agent_cfg: dict, store: str, cfg: LoadBenchConfig, tmp: str) -> dict:
-    """The agent's session section for one store's run: that store, a temporary SQLite directory, room for every
-    line of an interview, and for PostgreSQL a pool as large as the interviews (up to 32)."""
-    session = {**(agent_cfg.get("session") or {}), "store": store, "dir": tmp, "max_turns": 4 * cfg.turns + 4}
+def store_session(agent_cfg: dict, store: Store, cfg: LoadBenchConfig, tmp: str, pool: int) -> dict:
+    """The agent's session section for one store: that store, a temporary SQLite directory, a turn budget above the
+    longest interview, and for PostgreSQL a pool of ``pool`` connections."""
+    longest = max(s.turns for s in (cfg.clinic, cfg.stress) if s is not None)
+    session = {**(agent_cfg.get("session") or {}), "store": store, "dir": tmp, "max_turns": 2 * longest + 4}
     if store == "postgres":
-        url = cfg.postgres_url or os.environ.get(POSTGRES_ENV)
-        if not url:
-            raise ValueError(f"store postgres is listed but no postgres_url (or ${POSTGRES_ENV}) is set")
-        session["postgres_url"] = url
-        session["pool_size"] = min(cfg.interviews + 2, 32)
+        session["postgres_url"] = cfg.store_url()
+        session["pool_size"] = pool
     return session
 
 
-@dataclass
-class Tally:
-    """What the concurrent interviews of one run sent and measured; every field is written under ``lock``."""
+class Progress:
+    """One line per run on stderr: elapsed seconds of the ramp and window (clinic) or turns done (stress), with the
+    turns and errors so far."""
 
-    bar: Any  # tqdm progress bar, one step per line
-    latencies: list[float] = field(default_factory=list)  # seconds per accepted send
-    errors: Counter[str] = field(default_factory=Counter)
-    sent: dict[str, list[str]] = field(default_factory=dict)  # per session, the lines whose send returned
-    attempted: dict[str, list[str]] = field(default_factory=dict)  # per session, every line sent, answered or not
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, desc: str, total: float, unit: str, by_time: bool, enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr,
+                        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}{postfix}]")
+        self.by_time, self.turns, self.errors = by_time, 0, 0
+
+    def turn(self, ok: bool) -> None:
+        self.turns += 1
+        self.errors += not ok
+        if not self.by_time:
+            self.bar.update(1)
+
+    def tick(self, elapsed: float) -> None:
+        if self.by_time:
+            self.bar.n = max(0.0, min(elapsed, self.bar.total))
+        self.bar.set_postfix(turns=self.turns, errors=self.errors, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-def interview(sessions: SessionStore, lines: list[str], tally: Tally) -> None:
-    """One scripted interview: each line sent with its own idempotency key; errors are counted, never raised."""
-    try:
-        s = sessions.start(f"load-{uuid.uuid4().hex[:10]}")
-    except Exception as exc:  # counted, never raised: the run goes on
-        with tally.lock:
-            tally.errors[f"start: {type(exc).__name__}"] += 1
-            tally.bar.update(len(lines))
-        return
-    accepted: list[str] = []
-    tried: list[str] = []
-    for line in lines:
-        tried.append(line)
-        t0 = time.perf_counter()
+class Workers:
+    """``n`` worker processes on one store (``spawn``: fresh interpreters). ``with Workers(...) as w:`` starts them
+    and returns when each has built its agent; :meth:`run` hands out clients and collects their records."""
+
+    def __init__(self, n: int, agent_cfg: dict, data: str, progress: bool):
+        ctx = multiprocessing.get_context("spawn")
+        self.events: Any = ctx.Queue()
+        self.commands: list[Any] = [ctx.Queue() for _ in range(n)]
+        self.procs = [ctx.Process(target=worker_main, args=(i, agent_cfg, data, self.commands[i], self.events),
+                                  name=f"medhx-load-{i}", daemon=True) for i in range(n)]
+        self.progress = progress
+
+    def __enter__(self) -> Workers:
+        for p in self.procs:
+            p.start()
+        bar = Progress(f"starting {len(self.procs)} process(es)", len(self.procs), "ready", False, self.progress)
         try:
-            s.send(line, key=uuid.uuid4().hex)
-            took = time.perf_counter() - t0
-            accepted.append(line)
-            with tally.lock:
-                tally.latencies.append(took)
-        except Exception as exc:
-            with tally.lock:
-                tally.errors[type(exc).__name__] += 1
+            waiting = len(self.procs)
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while waiting:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"load-bench workers not ready after {READY_TIMEOUT_S} s")
+                if (event := self._next()) is not None and event[0] == "ready":
+                    waiting -= 1
+                    bar.turn(True)
+        except BaseException:
+            self.__exit__()
+            raise
         finally:
-            with tally.lock:
-                tally.bar.update(1)
-        if s.waiting_for() is None:  # the interview closed early: nothing more to send
-            with tally.lock:
-                tally.bar.update(len(lines) - len(accepted))
-            break
-    with tally.lock:
-        tally.sent[s.id] = accepted
-        tally.attempted[s.id] = tried
+            bar.close()
+        return self
+
+    def run(self, plans: list[ClientPlan], desc: str, total: float, by_time: bool) -> tuple[Records, float]:
+        """Every plan run by worker ``client % n``, all starting together; the merged records and the wall time."""
+        n = len(self.procs)
+        t0 = time.monotonic() + START_DELAY_S
+        for i, q in enumerate(self.commands):
+            q.put((t0, [p for p in plans if p.client % n == i]))
+        merged = Records()
+        bar = Progress(desc, total, "s" if by_time else "turns", by_time, self.progress)
+        try:
+            waiting = n
+            while waiting:
+                event = self._next()
+                bar.tick(time.monotonic() - t0)
+                if event is None:
+                    continue
+                kind, _, payload = event
+                if kind == "turn":
+                    bar.turn(payload)
+                elif kind == "done":
+                    merged.sent += payload.sent
+                    merged.opened += payload.opened
+                    waiting -= 1
+        finally:
+            bar.close()
+        return merged, time.monotonic() - t0
+
+    def _next(self) -> tuple | None:
+        """The next event (None after half a second without one); a worker that failed or died is an error."""
+        try:
+            event = self.events.get(timeout=0.5)
+        except queue.Empty:
+            if dead := [p.name for p in self.procs if not p.is_alive()]:
+                raise RuntimeError(f"load-bench worker(s) {', '.join(dead)} exited unexpectedly") from None
+            return None
+        if event[0] == "failed":
+            raise RuntimeError(f"load-bench worker {event[1]} failed:\n{event[2]}")
+        return event
+
+    def __exit__(self, *exc: object) -> None:
+        for q in self.commands:
+            q.put(None)
+        for p in self.procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=10)
 
 
-def read_back(sessions: SessionStore, tally: Tally) -> tuple[int, int, Counter[str]]:
-    """Every session read back from the store: lost and duplicated patient lines, and fallbacks per module."""
-    lost = duplicated = 0
-    fallbacks: Counter[str] = Counter()
-    for sid, accepted in tally.sent.items():
-        st = sessions.resume(sid).state()
-        for t in st.doctor_turns()[1:]:  # answers to patient turns
-            for module in (t.meta.get("fallback") or {}) if isinstance(t.meta.get("fallback"), dict) else ():
-                fallbacks[module] += 1
-        stored = Counter(t.text for t in st.patient_turns())
-        lost += sum((Counter(accepted) - stored).values())
-        duplicated += sum((stored - Counter(tally.attempted[sid])).values())
-    return lost, duplicated, fallbacks
+def clinic_plans(cfg: LoadBenchConfig, level: int) -> list[ClientPlan]:
+    c = cfg.clinic
+    assert c is not None
+    return [ClientPlan(client=i, start_s=c.ramp_s * i / level, turns=c.turns, think_s=c.think_s, interviews=None,
+                       stop_s=c.ramp_s + c.window_s, seed=c.seed) for i in range(level)]
 
 
-def run_store(agent_cfg: dict, store: str, cfg: LoadBenchConfig, progress: bool = True) -> dict:
-    """One store's run: every interview at once, then every session read back and checked."""
-    from tqdm import tqdm
+def stress_plans(cfg: LoadBenchConfig) -> list[ClientPlan]:
+    s = cfg.stress
+    assert s is not None
+    return [ClientPlan(client=i, turns=s.turns) for i in range(s.interviews)]
 
+
+@contextmanager
+def on_store(agent_cfg: dict, store: Store, processes: int, cfg: LoadBenchConfig,
+             progress: bool) -> Iterator[tuple[Workers, SessionStore]]:
+    """``processes`` workers on a fresh SQLite directory or the configured PostgreSQL, and a reader on the same
+    store for the checks (it never builds the agent: it only reads)."""
+    largest = max([*(cfg.clinic.concurrency if cfg.clinic else []), cfg.stress.interviews if cfg.stress else 0])
+    # PostgreSQL: the clients of a worker, up to an even share of POSTGRES_CONNECTIONS (a turn holds a connection only
+    # while it reads or writes a checkpoint, and two cores run few turns at once); the reader needs two
+    pool = max(2, min(-(-largest // processes) + 2, POSTGRES_CONNECTIONS // processes))
     with tempfile.TemporaryDirectory(prefix="medhx-load-") as tmp:
-        run_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp)}
-        plans = scripts(cfg.data, cfg.interviews, cfg.turns)
-        with SessionStore(run_cfg) as sessions:
-            sessions.agent()  # build the modules (and reach the model server) before the clock starts
-            tally = Tally(bar=tqdm(total=cfg.interviews * cfg.turns, desc=f"load-bench {store}", unit="turn",
-                                   disable=not progress))
-            t0 = time.perf_counter()
-            with ThreadPoolExecutor(max_workers=cfg.interviews) as pool:
-                for fut in as_completed([pool.submit(interview, sessions, plan, tally) for plan in plans]):
-                    fut.result()
-            wall = time.perf_counter() - t0
-            tally.bar.close()
-            lost, duplicated, fallbacks = read_back(sessions, tally)
-            where = sessions.describe().split("@")[-1] if store == "postgres" else "sqlite (temporary directory)"
-    latencies, errors = tally.latencies, tally.errors
-    turns = len(latencies)
-    return {
-        "store": store, "where": where, "interviews": cfg.interviews, "turns_sent": cfg.interviews * cfg.turns,
-        "turns_accepted": turns, "wall_s": round(wall, 3), "turns_per_s": round(turns / wall, 3) if wall else None,
-        "latency_ms": {f"p{q}": _ms(percentile(latencies, q)) for q in (50, 95, 99)} | {"max": _ms(max(latencies,
-                                                                                                       default=None))},
-        "errors": sum(errors.values()), "errors_by_type": dict(errors), "lost": lost, "duplicated": duplicated,
-        "fallbacks_by_module": dict(fallbacks),
-        "latencies_s": latencies,
-    }
+        run_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp, pool)}
+        read_cfg = {**agent_cfg, "session": store_session(agent_cfg, store, cfg, tmp, 2)}
+        with Workers(processes, run_cfg, cfg.data, progress) as workers, SessionStore(read_cfg) as reader:
+            yield workers, reader
 
 
-def _ms(s: float | None) -> float | None:
-    return None if s is None else round(1000 * s, 1)
+def measure(workers: Workers, reader: SessionStore, plans: list[ClientPlan], desc: str, total: float,
+            by_time: bool, window: tuple[float, float] | None) -> dict:
+    """One run: the clients at once, then every session read back and checked."""
+    records, wall = workers.run(plans, desc, total, by_time)
+
+    def read(sid: str) -> InterviewState | None:
+        return Session(reader, sid).state() if reader.exists(sid) else None
+
+    checked = check_transcripts(read, records.sent, records.opened)
+    return summarise(records, checked, window, wall)
 
 
 def run(cfg: LoadBenchConfig, progress: bool = True) -> dict:
     agent_cfg = load_agent_config(cfg.agent)
-    runs = [run_store(agent_cfg, store, cfg, progress) for store in cfg.stores]
+    clinic: list[dict] = []
+    stress: list[dict] = []
+    for store in cfg.stores:
+        for processes in cfg.processes:
+            with on_store(agent_cfg, store, processes, cfg, progress) as (workers, reader):
+                where = reader.describe().split("@")[-1] if store == "postgres" else "sqlite (temporary directory)"
+                head = {"store": store, "where": where, "processes": processes}
+                for level in cfg.clinic.concurrency if cfg.clinic else []:
+                    c = cfg.clinic
+                    desc = f"clinic {store} x{processes} {level} at once"
+                    run_ = measure(workers, reader, clinic_plans(cfg, level), desc, c.ramp_s + c.window_s, True,
+                                   (c.ramp_s, c.ramp_s + c.window_s))
+                    clinic.append({"mode": "clinic", **head, "concurrency": level, **run_})
+                if cfg.stress:
+                    s = cfg.stress
+                    desc = f"stress {store} x{processes} {s.interviews} at once"
+                    run_ = measure(workers, reader, stress_plans(cfg), desc, s.interviews * s.turns, False, None)
+                    stress.append({"mode": "stress", **head, "concurrency": s.interviews, **run_})
     report = {"config": json.loads(cfg.model_dump_json()),
               "agent": {role: agent_cfg.get(role, {}).get("kind") for role in ("nlu", "policy", "nlg")},
-              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
-              "runs": runs, "ok": all(r["errors"] == r["lost"] == r["duplicated"] == 0 for r in runs)}
+              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                          "model_threads_per_process": int(os.environ.get(THREADS_ENV) or 1)},
+              "clinic": clinic, "stress": stress, "ok": all(r["ok"] for r in clinic + stress)}
     write_outputs(report, Path(cfg.output_dir))
     return report
 
 
-def write_outputs(report: dict, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    slim = {**report, "runs": [{k: v for k, v in r.items() if k != "latencies_s"} for r in report["runs"]]}
-    (out / "report.json").write_text(json.dumps(slim, indent=2) + "\n")
-    rows = [
-        "| store | interviews | turns | turns/s | p50 ms | p95 ms | p99 ms | errors | lost | duplicated | fallbacks |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in report["runs"]:
-        lat = r["latency_ms"]
-        rows.append(
-            f"| {r['store']} | {r['interviews']} | {r['turns_accepted']}/{r['turns_sent']} | {r['turns_per_s']} "
-            f"| {lat['p50']} | {lat['p95']} | {lat['p99']} | {r['errors']} | {r['lost']} | {r['duplicated']} "
-            f"| {r['fallbacks_by_module'] or 0} |"
-        )
-    agent = ", ".join(f"{k}: {v}" for k, v in report["agent"].items())
-    (out / "report.md").write_text(f"# Load benchmark\n\nAgent: {agent} ({report['config']['agent']}); "
-                                   f"{report['machine']['cpu_count']} cores.\n\n" + "\n".join(rows) + "\n")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for r in report["runs"]:
-        if r["latencies_s"]:
-            ax.hist([1000 * x for x in r["latencies_s"]], bins=30, alpha=0.6, label=f"{r['store']} "
-                    f"(p95 {r['latency_ms']['p95']} ms)")
-    ax.set_xlabel("turn latency (ms)")
-    ax.set_ylabel("turns")
-    ax.set_title(f"{report['config']['interviews']} concurrent interviews, one server, one store")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "latency.png", dpi=120)
-    plt.close(fig)
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("load-bench", help="N concurrent scripted interviews through one agent and one session store")
+    p = sub.add_parser("load-bench", help="interviews at once on one session store: clinic pace and closed-loop stress")
     p.add_argument("--config", default=str(REPO_ROOT / "configs" / "load_bench.yaml"))
-    p.add_argument("--interviews", type=int, help="override the config's interviews")
+    p.add_argument("--mode", choices=("clinic", "stress"), help="only this one (default: what the config has)")
     p.add_argument("--store", action="append", choices=("sqlite", "postgres"), help="only these stores")
+    p.add_argument("--processes", action="append", type=int, help="only these process counts")
+    p.add_argument("--concurrency", action="append", type=int, help="clinic: only these levels")
+    p.add_argument("--interviews", type=int, help="stress: this many interviews")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_load_bench)
 
 
 def _cmd_load_bench(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    if args.interviews:
-        cfg = cfg.model_copy(update={"interviews": args.interviews})
-    if args.store:
-        cfg = cfg.model_copy(update={"stores": args.store})
-    report = run(cfg, progress=not args.no_progress)
-    slim = {**report, "runs": [{k: v for k, v in r.items() if k != "latencies_s"} for r in report["runs"]]}
-    print(json.dumps(slim, indent=2))
+    raw = json.loads(cfg.model_dump_json())
+    if args.mode:
+        raw["stress" if args.mode == "clinic" else "clinic"] = None
+    for flag, key in ((args.store, "stores"), (args.processes, "processes")):
+        if flag:
+            raw[key] = flag
+    if args.concurrency and raw["clinic"]:
+        raw["clinic"]["concurrency"] = args.concurrency
+    if args.interviews and raw["stress"]:
+        raw["stress"]["interviews"] = args.interviews
+    report = run(LoadBenchConfig.model_validate(raw), progress=not args.no_progress)
+    print((Path(cfg.output_dir) / "report.md").read_text())
+    print(f"report, table and plot in {cfg.output_dir}", file=sys.stderr)
     return 0 if report["ok"] else 1

@@ -59,7 +59,7 @@ class StorageBenchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent: ConfigPath = str(REPO_ROOT / "configs" / "default.yaml")  # its session section is replaced per run
     cases: ConfigPath = str(DEFAULT_CASES_DIR)
-    case_ids: list[str] = Field(default_factory=lambda: ["cardiac-acute-coronary-syndrome"], min_length=1,
+    case_ids: list[str] = Field(default_factory=lambda: ["endo-diabetic-ketoacidosis"], min_length=1,
                                 description="cards whose interviews run to the longest length (not closed earlier)")
     mode: Mode = "oracle"  # oracle: the patient's gold frames (no NLU model); end_to_end: the agent's own NLU
     simulator: dict[str, Any] = Field(default_factory=lambda: {"kind": "agenda"})

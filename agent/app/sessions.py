@@ -177,9 +177,14 @@ class Session:
     # -- reading
 
     def state(self) -> InterviewState:
+        """The interview: the turns on record and those of the checkpoint past them; and a patient utterance stored
+        but not yet taken by a finished turn (its turn is running, or stopped mid-way) as the last turn, without its
+        NLU and state yet, as the patient said it."""
         snap = self.store.graph.get_state(self.config)
-        tail = InterviewState.model_validate(snap.values).turns
-        return InterviewState.model_validate({**snap.values, "turns": with_record(self._record(), tail)})
+        turns = with_record(self._record(), InterviewState.model_validate(snap.values).turns)
+        if (said := self._unconsumed(len(turns))) is not None:
+            turns.append(Turn(index=len(turns), speaker="patient", text=said["text"], at=said["at"], key=said["key"]))
+        return InterviewState.model_validate({**snap.values, "turns": turns})
 
     def waiting_for(self) -> str | None:
         """``patient`` / ``review`` (an open interrupt), ``running`` (a turn stopped mid-way: inside a node, or an

@@ -259,10 +259,10 @@ class Session:
         count = checkpoints.turn_count(self.id)
         new = [t for t in tail if t.index >= count]
         if new:
-            record = self._record()
-            checkpoints.append_turns(self.id, encode(new, last_patient_state(record)))
-        checkpoints.forget_received(self.id, count + len(new))
-        checkpoints.prune(self.id)
+            checkpoints.append_turns(self.id, encode(new, last_patient_state(self._record())))
+            checkpoints.forget_received(self.id, count + len(new))
+        if snap.parent_config is not None:  # a pruned checkpoint has no parent
+            checkpoints.prune(self.id)
 
     def _drain(self, graph_input: Any) -> None:
         for _ in self.stream(graph_input):

@@ -14,7 +14,8 @@ for each, the bytes its session occupies:
 The aims (issue 20): at most ``aims.max_bytes`` for the longest interview, and bytes at the longest length at most
 ``aims.max_growth`` times bytes at half of it (``turns`` must contain both); storage linear in the interview, not
 quadratic. Outputs in ``output_dir``: ``report.json``, ``report.md`` and ``bytes_per_interview.png``; the exit code
-is 1 when an aim is missed.
+is 1 when an aim is missed. ``baseline`` (an earlier run's ``report.json``, e.g. of the code before a change) is
+tabled and drawn beside the run.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class StorageBenchConfig(BaseModel):
     stores: list[Store] = ["sqlite", "postgres"]
     postgres_url: str | None = None  # default $MEDHX_POSTGRES_URL; required when postgres is listed
     output_dir: ConfigPath = str(REPO_ROOT / "runs" / "storage_bench")
+    baseline: ConfigPath | None = None  # an earlier run's report.json (other code), drawn and tabled beside this one
     aims: Aims = Aims()
 
 
@@ -225,7 +227,8 @@ def run(cfg: StorageBenchConfig, progress: bool = True) -> dict:
               "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
               "interviews": rows, "summary": summarize(rows, cfg)}
     report["ok"] = all(s["ok"] for s in report["summary"].values())
-    write_outputs(report, Path(cfg.output_dir))
+    baseline = json.loads(Path(cfg.baseline).read_text()) if cfg.baseline else None
+    write_outputs(report, Path(cfg.output_dir), baseline)
     return report
 
 
@@ -258,17 +261,29 @@ def summarize(rows: list[dict], cfg: StorageBenchConfig) -> dict[str, dict]:
     return out
 
 
-def write_outputs(report: dict, out: Path) -> None:
+def write_outputs(report: dict, out: Path, baseline: dict | None = None) -> None:
+    """``report.json``, ``report.md`` (per length, mean bytes per store, beside the baseline's; then every interview)
+    and ``bytes_per_interview.png`` (bytes against doctor turns, a line per store and case; the baseline dashed)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if baseline:
+        baseline = {k: v for k, v in baseline.items() if k != "baseline"}
+    (out / "report.json").write_text(json.dumps({**report, "baseline": baseline}, indent=2) + "\n")
     cfg = report["config"]
+    runs = {"": report} | ({"baseline ": baseline} if baseline else {})
+    columns = [(f"{name}{store}", r["summary"][store]["mean_bytes"]) for name, r in runs.items()
+               for store in r["summary"]]
     lines = [f"# Storage per interview ({cfg['mode']} NLU, cases {', '.join(cfg['case_ids'])})", "",
-             "| store | doctor turns | utterances | bytes (rows) | checkpoint rows | file bytes (SQLite, vacuumed) |",
-             "|---|---|---|---|---|---|"]
+             "Mean bytes per interview (rows of the session in every table) by turn budget:", "",
+             "| doctor turns | " + " | ".join(c for c, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for n in sorted(cfg["turns"]):
+        cells = [_kb(m.get(n, m.get(str(n)))) for _, m in columns]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines += ["", "| store | case | doctor turns | utterances | bytes (rows) | checkpoint rows | file bytes (SQLite, "
+              "vacuumed) |", "|---|---|---|---|---|---|---|"]
     for r in report["interviews"]:
         checkpoints = r["tables"].get("checkpoints", {}).get("rows", 0)
-        lines.append(f"| {r['store']} | {r['doctor_turns']} | {r['utterances']} | {r['bytes']:,} | {checkpoints} "
-                     f"| {'' if r['file_bytes'] is None else format(r['file_bytes'], ',')} |")
+        lines.append(f"| {r['store']} | {r['case']} | {r['doctor_turns']} | {r['utterances']} | {r['bytes']:,} "
+                     f"| {checkpoints} | {'' if r['file_bytes'] is None else format(r['file_bytes'], ',')} |")
     lines += ["", f"Aims: at most {cfg['aims']['max_bytes']:,} bytes at {max(cfg['turns'])} turns; growth from "
               f"{max(cfg['turns']) // 2} to {max(cfg['turns'])} turns at most {cfg['aims']['max_growth']}x.", ""]
     for store, s in report["summary"].items():
@@ -280,19 +295,32 @@ def write_outputs(report: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for store in report["summary"]:
-        mine = sorted((r for r in report["interviews"] if r["store"] == store), key=lambda r: r["doctor_turns"])
-        ax.plot([r["doctor_turns"] for r in mine], [r["bytes"] / 1000 for r in mine], "o-", label=store)
-    ax.axhline(cfg["aims"]["max_bytes"] / 1000, color="grey", linestyle="--", linewidth=1, label="aim")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours = {"sqlite": "tab:blue", "postgres": "tab:orange"}
+    for name, r in runs.items():
+        for store in r["summary"]:
+            for i, case in enumerate(r["config"]["case_ids"]):
+                mine = sorted((x for x in r["interviews"] if x["store"] == store and x["case"] == case),
+                              key=lambda x: x["doctor_turns"])
+                ax.plot([x["doctor_turns"] for x in mine], [x["bytes"] / 1000 for x in mine], marker="o", markersize=3,
+                        color=colours.get(store), linestyle="--" if name else "-", linewidth=1,
+                        label=f"{name}{store}" if i == 0 else None)
+    ax.axhline(cfg["aims"]["max_bytes"] / 1000, color="grey", linestyle=":", linewidth=1, label="aim at 40 turns")
     ax.set_xlabel("interview length (doctor turns)")
-    ax.set_ylabel("stored bytes per interview (kB)")
-    ax.set_title("Session store: bytes per interview")
-    ax.set_ylim(bottom=0)
-    ax.legend()
+    ax.set_ylabel("stored kB per interview")
+    if baseline:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_title("Session store: bytes per interview (a line per case)")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "bytes_per_interview.png", dpi=120)
     plt.close(fig)
+
+
+def _kb(n: float | None) -> str:
+    return "" if n is None else f"{n / 1000:,.1f} kB"
 
 
 # --------------------------------------------------------------------------- CLI
@@ -305,6 +333,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--turns", type=int, nargs="+", help="override the config's interview lengths")
     p.add_argument("--case", action="append", help="only these case cards (ids)")
     p.add_argument("--output-dir", help="override the config's output_dir")
+    p.add_argument("--baseline", help="an earlier run's report.json, drawn and tabled beside this run")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_storage_bench)
     return p
@@ -321,6 +350,8 @@ def _cmd_storage_bench(args: argparse.Namespace) -> int:
         updates["case_ids"] = args.case
     if args.output_dir:
         updates["output_dir"] = str(Path(args.output_dir).resolve())
+    if args.baseline:
+        updates["baseline"] = str(Path(args.baseline).resolve())
     cfg = cfg.model_copy(update=updates)
     report = run(cfg, progress=not args.no_progress)
     print(json.dumps({"summary": report["summary"], "ok": report["ok"], "output_dir": cfg.output_dir}, indent=2))

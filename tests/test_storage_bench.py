@@ -34,7 +34,7 @@ def test_storage_bench_measures_both_stores(tmp_path, postgres_url):
     saved = json.loads((tmp_path / "out" / "report.json").read_text())
     assert saved["ok"] == report["ok"] and len(saved["interviews"]) == 4
     assert (tmp_path / "out" / "bytes_per_interview.png").stat().st_size > 0
-    assert "| postgres | 8 |" in (tmp_path / "out" / "report.md").read_text()
+    assert "| postgres | endo-diabetic-ketoacidosis | 8 |" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_the_shipped_config_loads_with_paths_next_to_it(tmp_path):

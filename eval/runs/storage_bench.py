@@ -295,25 +295,30 @@ def write_outputs(report: dict, out: Path, baseline: dict | None = None) -> None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    # with a baseline: both runs on a log scale, and this run alone on a linear one (where linear growth shows)
+    fig, axes = plt.subplots(1, 2 if baseline else 1, figsize=(12 if baseline else 7.5, 4.5), squeeze=False)
     colours = {"sqlite": "tab:blue", "postgres": "tab:orange"}
-    for name, r in runs.items():
-        for store in r["summary"]:
-            for i, case in enumerate(r["config"]["case_ids"]):
-                mine = sorted((x for x in r["interviews"] if x["store"] == store and x["case"] == case),
-                              key=lambda x: x["doctor_turns"])
-                ax.plot([x["doctor_turns"] for x in mine], [x["bytes"] / 1000 for x in mine], marker="o", markersize=3,
-                        color=colours.get(store), linestyle="--" if name else "-", linewidth=1,
-                        label=f"{name}{store}" if i == 0 else None)
-    ax.axhline(cfg["aims"]["max_bytes"] / 1000, color="grey", linestyle=":", linewidth=1, label="aim at 40 turns")
-    ax.set_xlabel("interview length (doctor turns)")
-    ax.set_ylabel("stored kB per interview")
-    if baseline:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-    ax.set_title("Session store: bytes per interview (a line per case)")
-    ax.legend(fontsize=8)
+    for k, ax in enumerate(axes[0]):
+        shown = runs if k == 0 else {"": report}
+        for name, r in shown.items():
+            for store in r["summary"]:
+                for i, case in enumerate(r["config"]["case_ids"]):
+                    mine = sorted((x for x in r["interviews"] if x["store"] == store and x["case"] == case),
+                                  key=lambda x: x["doctor_turns"])
+                    ax.plot([x["doctor_turns"] for x in mine], [x["bytes"] / 1000 for x in mine], marker="o",
+                            markersize=3, color=colours.get(store), linestyle="--" if name else "-", linewidth=1,
+                            label=f"{name}{store}" if i == 0 else None)
+        ax.axhline(cfg["aims"]["max_bytes"] / 1000, color="grey", linestyle=":", linewidth=1, label="aim at 40 turns")
+        ax.set_xlabel("interview length (doctor turns)")
+        ax.set_ylabel("stored kB per interview")
+        if baseline and k == 0:
+            ax.set_yscale("log")
+            ax.set_title("this run (solid) and the baseline (dashed), log scale")
+        else:
+            ax.set_ylim(bottom=0)
+            ax.set_title("this run, linear scale (a line per case)")
+        ax.legend(fontsize=8)
+    fig.suptitle("Session store: bytes per interview")
     fig.tight_layout()
     fig.savefig(out / "bytes_per_interview.png", dpi=120)
     plt.close(fig)

@@ -16,8 +16,9 @@ import pytest
 from graph_fixtures import assert_cmas_valid, gold_config, patient_lines, run_medhx, transcript, write_config
 from langgraph.types import Command
 
-from agent.app.graph_state import InterviewState, utc_now
+from agent.app.graph_state import InterviewState, Turn, utc_now
 from agent.app.sessions import Session, SessionStore
+from agent.app.transcript import decode, encode
 
 LINES = patient_lines("115", 6)
 
@@ -125,6 +126,25 @@ def test_a_store_from_before_the_transcript_table_reads_and_continues(tmp_path):
     assert transcript(old) == transcript(new)
     assert [t.state for t in old.patient_turns()] == [t.state for t in new.patient_turns()]
     assert old.patient_state == new.patient_state
+
+
+def test_transcript_rows_give_back_every_turn_and_state():
+    """The rows' patient states are patches from the previous patient turn; decoding gives each whole state back, a
+    slot added, changed and dropped included, and text the store could not take as UTF-8 (a lone surrogate)."""
+    cough = {"value": "coughing", "onset": "two weeks ago"}
+    smoking = {"value": "smoking", "status": "positive"}
+    states = [{"positive_symptom": [cough]},
+              {"positive_symptom": [cough, {"value": "dyspnea"}], "habit": [smoking]},
+              {"positive_symptom": [{**cough, "onset": "a month ago"}, {"value": "dyspnea"}]}]
+    turns = [Turn(index=0, speaker="doctor", text="Hello", at="t0", actions=[{"action": "nod_prompt_salutations"}])]
+    for i, state in enumerate(states):
+        turns.append(Turn(index=2 * i + 1, speaker="patient", text=f"line {i} \ud800", at="t", key=str(i), state=state,
+                          nlu=[]))
+        turns.append(Turn(index=2 * i + 2, speaker="doctor", text="Go on", at="t", latency={"nlu": 0.01}))
+    rows = encode(turns[:3], None) + encode(turns[3:], states[0])  # appended in two runs, as sessions do
+    assert [r[0] for r in rows] == list(range(len(turns)))
+    assert all(r[2].isascii() for r in rows)
+    assert decode(rows) == turns
 
 
 def test_sqlite_prune_keeps_the_latest_checkpoint_with_its_pending_writes(tmp_path):

@@ -311,7 +311,7 @@ class Session:
         if waiting == "review":
             raise SessionError(f"session {self.id} awaits clinician review of the planned doctor turn")
         said = {"text": text, "key": key, "at": utc_now()}
-        self.store.checkpoints.receive(self.id, len(st.turns), json.dumps(said, ensure_ascii=False))  # before the run
+        self.store.checkpoints.receive(self.id, len(st.turns), json.dumps(said))  # before the run
         yield from self.stream(Command(resume=said))
 
     def send(self, text: str, key: str | None = None) -> Turn | None:

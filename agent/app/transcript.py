@@ -37,7 +37,7 @@ def encode(turns: Iterable[Turn], previous_state: dict | None) -> list[tuple[int
             before = state
         else:
             body["state"] = None
-        rows.append((turn.index, turn.speaker, json.dumps(body, ensure_ascii=False, separators=(",", ":"))))
+        rows.append((turn.index, turn.speaker, json.dumps(body, separators=(",", ":"))))
     return rows
 
 

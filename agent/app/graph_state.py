@@ -65,8 +65,9 @@ class ReviewEdit(BaseModel):
 
 
 class Pending(BaseModel):
-    """The turn being built; cleared by ``speak``. Held in the state so a resumed process
-    continues from the last finished node instead of recomputing the whole turn."""
+    """The turn being built; cleared by ``speak``. Held in the state so the turn's nodes hand it on, and so a turn
+    stopped for clinician review (checkpointed there) resumes with its plan; a turn killed mid-way runs again from
+    its stored utterance (:mod:`agent.app.sessions`)."""
 
     nlu: list[dict] | None = None
     nlu_meta: dict[str, Any] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ benchmark's (``medhx storage-bench``), not a test's.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,12 @@ from agent.app.sessions import Session, SessionStore
 from agent.app.transcript import decode, encode
 
 LINES = patient_lines("115", 6)
+
+
+def _file_bytes(path: Path) -> int:
+    """A SQLite store's size: its file and its write-ahead log (gone once the last connection closed)."""
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
 
 def _checkpoints(store: SessionStore, sid: str) -> int:
@@ -96,22 +103,30 @@ def test_postgres_review_resumes_after_pruning(tmp_path, postgres_url):
     _review_resumes_after_pruning(cfg, f"reviewed-{uuid.uuid4().hex[:8]}")
 
 
+def _write_the_old_way(store: SessionStore, sid: str, lines: list[str], stop_in_last: bool = False) -> None:
+    """A session written the way sessions were before the transcript table: every node checkpointed
+    (``durability="sync"``), the whole transcript in each checkpoint, nothing in ``medhx_turns``; with
+    ``stop_in_last`` the last line's turn stops after its NLU, as a process killed there leaves it."""
+    config = {"configurable": {"thread_id": sid}}
+    first = InterviewState(session_id=sid, created_at=utc_now())
+    store.checkpoints.add_session(sid, None, first.created_at)
+    store.graph.invoke(first.model_dump(mode="json"), config, durability="sync")
+    for n, line in enumerate(lines, 1):
+        said = Command(resume={"text": line, "at": utc_now()})
+        if not (stop_in_last and n == len(lines)):
+            store.graph.invoke(said, config, durability="sync")
+            continue
+        for event in store.graph.stream(said, config, stream_mode="updates", durability="sync"):
+            if "nlu" in event:
+                break
+    assert _checkpoints(store, sid) > 5 * len(lines) and store.checkpoints.turn_rows(sid) == []
+
+
 def test_a_store_from_before_the_transcript_table_reads_and_continues(tmp_path):
-    """Written the way sessions were before: every node checkpointed (``durability="sync"``), the whole transcript in
-    each checkpoint, nothing in ``medhx_turns``; the last turn stopped after its NLU, as a killed process leaves it."""
     cfg = gold_config(tmp_path / "store")
     sid = "old"
     with SessionStore(cfg) as store:
-        config = {"configurable": {"thread_id": sid}}
-        first = InterviewState(session_id=sid, created_at=utc_now())
-        store.checkpoints.add_session(sid, None, first.created_at)
-        store.graph.invoke(first.model_dump(mode="json"), config, durability="sync")
-        store.graph.invoke(Command(resume={"text": LINES[0], "at": utc_now()}), config, durability="sync")
-        for event in store.graph.stream(Command(resume={"text": LINES[1], "at": utc_now()}), config,
-                                        stream_mode="updates", durability="sync"):
-            if "nlu" in event:
-                break  # stops here, as a process killed after the NLU node
-        assert _checkpoints(store, sid) > 10 and store.checkpoints.turn_rows(sid) == []
+        _write_the_old_way(store, sid, LINES[:2], stop_in_last=True)
         assert Session(store, sid).waiting_for() == "running"
 
         s = store.resume(sid)  # finishes the stopped turn, then puts the whole transcript on record
@@ -126,6 +141,33 @@ def test_a_store_from_before_the_transcript_table_reads_and_continues(tmp_path):
     assert transcript(old) == transcript(new)
     assert [t.state for t in old.patient_turns()] == [t.state for t in new.patient_turns()]
     assert old.patient_state == new.patient_state
+
+
+def test_compact_brings_an_old_store_to_one_checkpoint_per_session(tmp_path):
+    """``medhx sessions compact`` on sessions written the old way: one ended (turn budget), one waiting for the
+    patient, one stopped inside a turn (left for its resume). States read the same after; the file shrinks."""
+    cfg = gold_config(tmp_path / "store", max_turns=4)
+    with SessionStore(cfg) as store:
+        _write_the_old_way(store, "ended", LINES[:3])
+        _write_the_old_way(store, "waiting", LINES[:2])
+        _write_the_old_way(store, "stopped", LINES[:2], stop_in_last=True)
+        before = {sid: Session(store, sid).state() for sid in ("ended", "waiting", "stopped")}
+        stopped_checkpoints = _checkpoints(store, "stopped")
+        assert before["ended"].status == "budget_reached"
+    path = tmp_path / "store" / "sessions.sqlite"
+    size = _file_bytes(path)
+    r = run_medhx("sessions", "--config", str(write_config(tmp_path / "c.yaml", cfg)), "compact")
+    assert r.returncode == 0, r.stderr
+    done = {x["session_id"]: x["compacted"] for x in map(json.loads, r.stdout.splitlines())}
+    assert done == {"ended": True, "waiting": True, "stopped": False}
+    assert _file_bytes(path) < size / 2, (size, _file_bytes(path))
+    with SessionStore(cfg) as store:
+        for sid, st in before.items():
+            assert Session(store, sid).state() == st
+            assert _checkpoints(store, sid) == (1 if done[sid] else stopped_checkpoints)
+        assert Session(store, "waiting").waiting_for() == "patient"
+        assert store.resume("waiting").send(LINES[2]).speaker == "doctor"  # and it goes on
+        assert len(store.checkpoints.turn_rows("waiting")) == 7 and _checkpoints(store, "waiting") == 1
 
 
 def test_transcript_rows_give_back_every_turn_and_state():
@@ -189,11 +231,10 @@ def test_sqlite_purge_shrinks_the_file(tmp_path):
     cfg = gold_config(tmp_path / "store")
     _old_sessions(cfg, 4)
     path = tmp_path / "store" / "sessions.sqlite"
-    wal = path.with_name(path.name + "-wal")
-    before = path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    before = _file_bytes(path)
     err = _purge(cfg, tmp_path)
     assert "deleted 4 session" in err and "bytes" in err
-    after = path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    after = _file_bytes(path)
     assert after < before / 2, (before, after)
     with SessionStore(cfg) as store:
         (info,) = store.list_sessions()

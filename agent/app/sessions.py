@@ -125,6 +125,14 @@ class SessionStore:
         with self.checkpoints.lock(session_id):  # never under a running turn
             self.checkpoints.remove_session(session_id)
 
+    def compact(self, session_id: str) -> bool:
+        """A session stored before the transcript table (every node's checkpoint, each with the whole transcript)
+        brought to today's layout without running anything: its turns put on record, its checkpoints but the latest
+        dropped. False (left as it is, for its next resume to finish) when it stopped inside a node; SessionBusy when
+        a turn of it is running."""
+        with self.checkpoints.lock(session_id):
+            return Session(self, session_id)._put_on_record()
+
     def list_sessions(self, owner: str | None = None) -> list[SessionInfo]:
         """Sessions, most recent activity first; only ``owner``'s when given."""
         out = []
@@ -247,13 +255,13 @@ class Session:
                     yield {"type": "update", "node": node, "data": data}
         self._put_on_record()
 
-    def _put_on_record(self) -> None:
+    def _put_on_record(self) -> bool:
         """Append the turns the checkpoint holds past the record to the transcript table, forget the utterances they
-        consumed, and prune the checkpoints before the latest. Only at rest (an interrupt or the end): a run stopped
-        inside a node has turns a node may still change."""
+        consumed, and prune the checkpoints before the latest. Only at rest (an interrupt or the end; False
+        otherwise): a run stopped inside a node has turns a node may still change."""
         snap = self.store.graph.get_state(self.config)
         if snap.next and not snap.interrupts:
-            return
+            return False
         checkpoints = self.store.checkpoints
         tail = InterviewState.model_validate(snap.values).turns
         count = checkpoints.turn_count(self.id)
@@ -263,6 +271,7 @@ class Session:
             checkpoints.forget_received(self.id, count + len(new))
         if snap.parent_config is not None:  # a pruned checkpoint has no parent
             checkpoints.prune(self.id)
+        return True
 
     def _drain(self, graph_input: Any) -> None:
         for _ in self.stream(graph_input):

@@ -1,7 +1,9 @@
-"""``medhx sessions {list,show,delete,export,purge}``: stored interviews from the command line.
+"""``medhx sessions {list,show,delete,export,purge,compact}``: stored interviews from the command line.
 
 ``purge`` deletes idle sessions and then gives their space back (a deleted row only frees pages inside the store):
-SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL`` (:meth:`agent.app.checkpoints.CheckpointStore.reclaim`)."""
+SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL`` (:meth:`agent.app.checkpoints.CheckpointStore.reclaim`).
+``compact`` brings sessions stored before the transcript table (a checkpoint per node, each with the whole
+transcript) to today's layout, and gives the space back the same way."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from agent.app.export import export_session
 from agent.app.graph_state import InterviewState
-from agent.app.sessions import Session, SessionNotFound, SessionStore
+from agent.app.sessions import Session, SessionBusy, SessionNotFound, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
 
 
@@ -44,6 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="keep the freed space in the store (no SQLite VACUUM / PostgreSQL VACUUM FULL, which locks "
                          "the session tables while it rewrites them)")
     pu.set_defaults(func=_cmd_purge)
+    co = ssub.add_parser("compact", help="sessions stored before the transcript table: keep their latest checkpoint "
+                                         "only, and return the space")
+    co.add_argument("--no-reclaim", action="store_true", help="keep the freed space in the store")
+    co.set_defaults(func=_cmd_compact)
 
 
 def _store(args: argparse.Namespace) -> SessionStore:
@@ -111,6 +117,23 @@ def _cmd_purge(args: argparse.Namespace) -> int:
             store.checkpoints.reclaim()  # deleted rows leave free pages behind: give them back
             print(f"store {store.describe()}: {before:,} -> {store.checkpoints.stored_bytes():,} bytes",
                   file=sys.stderr)
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        before = store.checkpoints.stored_bytes()
+        for info in store.list_sessions():
+            try:
+                done = store.compact(info.session_id)
+            except SessionBusy as exc:
+                done, note = False, str(exc)
+            else:
+                note = None if done else "stopped inside a turn: its next resume finishes and compacts it"
+            print(json.dumps({"session_id": info.session_id, "compacted": done} | ({"note": note} if note else {})))
+        if not args.no_reclaim:
+            store.checkpoints.reclaim()
+        print(f"store {store.describe()}: {before:,} -> {store.checkpoints.stored_bytes():,} bytes", file=sys.stderr)
     return 0
 
 

@@ -289,7 +289,7 @@ class Session:
 
     def _settle(self) -> None:
         snap = self.store.graph.get_state(self.config)
-        if snap.next and not snap.interrupts:  # stopped inside a node (a store from before turn-boundary checkpoints)
+        if snap.next and not snap.interrupts:  # stopped inside a node: a run that raised, or an older store
             self._drain(None)
         else:
             self._put_on_record()

@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "agent.app.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
     "eval.runs.simulate",  # medhx simulate (whole interviews against patient simulators)
     "eval.runs.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
+    "eval.runs.storage_bench",  # medhx storage-bench (bytes a stored interview takes against its length)
     "eval.runs.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
     "eval.runs.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
 )

@@ -5,6 +5,9 @@ A real ``medhx chat --cli`` process runs the interview; a test module plugged in
 and the test SIGKILLs it there. A second ``medhx chat --cli --session ID`` process gets the utterances the
 first one had not read yet. The result must equal an uninterrupted run of the same script.
 The agent is deterministic (gold NLU, questionnaire policy, template NLG), so "equal" is exact.
+
+Sessions checkpoint at turn boundaries only, so a turn killed mid-way left no checkpoint of its own: what saves its
+utterance is that it was stored before the graph ran (``medhx_utterances``), which each kill test checks.
 """
 
 from __future__ import annotations
@@ -49,8 +52,10 @@ def _kill_and_resume(tmp_path, node: str, session: dict, sid: str) -> None:
     chat_killed_in_node(path, sid, LINES, node, KILL_TURN)
     with SessionStore(cfg) as store:
         assert store.exists(sid)
-        # killed inside a node: the turn shows as running
+        # killed inside a node: the turn shows as running, and its utterance was stored before the graph ran
         assert store.list_sessions()[0].waiting_for == "running"
+        stored = store.checkpoints.received(sid, 2 * KILL_TURN - 1)  # turn 2k-1 is the k-th patient turn
+        assert stored is not None and json.loads(stored)["text"] == LINES[KILL_TURN - 1]
 
     # the new process gets only what the dead one had not read: lines after the one in flight
     rest = LINES[KILL_TURN:]
@@ -70,9 +75,28 @@ def _kill_and_resume(tmp_path, node: str, session: dict, sid: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("node", ["dst", "policy", "nlg"])
 def test_sqlite_kill_mid_turn_then_resume(tmp_path, node):
-    """dst: the utterance and its NLU checkpointed, the state not yet updated; policy: NLU and tracking
-    checkpointed, NLG not yet run; nlg: the doctor's text is being generated."""
+    """Killed inside the tracker (dst: the NLU has run), the policy, or the NLG of the third patient turn: the
+    resumed process runs that turn again from the stored utterance."""
     _kill_and_resume(tmp_path, node, {"store": "sqlite"}, f"crash-{node}")
+
+
+@pytest.mark.slow
+def test_sqlite_kill_during_the_greeting_then_open_again(tmp_path):
+    """Killed before the session's first checkpoint (inside the greeting's policy): the session is indexed but holds
+    nothing, and opening it again starts it under the same id."""
+    cfg = gold_config(tmp_path / "store")
+    path = write_config(tmp_path / "agent.yaml", cfg)
+    sid = "crash-greeting"
+    chat_killed_in_node(path, sid, LINES, "policy", 0)
+    with SessionStore(cfg) as store:
+        assert not store.exists(sid)
+    r = run_medhx("chat", "--cli", "--config", str(path), "--session", sid,
+                  stdin="".join(f"{x}\n" for x in LINES) + "/quit\n", env=medhx_env())
+    assert r.returncode == 0, r.stderr
+    with SessionStore(cfg) as store:
+        st = store.resume(sid).state()
+        assert [i.session_id for i in store.list_sessions()] == [sid]
+    assert transcript(st) == _reference(tmp_path, {}, f"{sid}-reference")
 
 
 @pytest.mark.slow

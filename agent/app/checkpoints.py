@@ -7,9 +7,12 @@ Two stores, one interface (:class:`CheckpointStore`):
   a history is health data, so the directory is created 0700 and the file 0600.
 - **PostgreSQL**: several app replicas share one database; connections come from a ``psycopg_pool`` pool.
 
-LangGraph's tables are LangGraph's: medhx reads and writes them only through the saver's public API. What medhx
-needs beyond it lives in its own table, ``medhx_sessions`` (one row per session: owner, created, last activity),
-so listing sessions never scans checkpoints.
+LangGraph's tables are LangGraph's: medhx reads and writes them only through the saver's public API (``prune``
+included, which medhx implements for SQLite: :mod:`agent.app.sqlite_saver`). What medhx needs beyond it lives in its
+own tables: ``medhx_sessions`` (one row per session: owner, created, last activity), so listing sessions never scans
+checkpoints; ``medhx_turns`` (the transcript, a row per finished turn, appended once) and ``medhx_utterances`` (each
+patient utterance as received, stored before the graph runs), so a checkpoint never carries the transcript and a
+session needs only its latest checkpoint (:mod:`agent.app.transcript` says what the rows hold).
 
 A turn holds the session's lock for as long as it runs, so two processes (two app replicas, two browser tabs)
 driving one session cannot both run a turn: the second gets :class:`SessionBusy` at once. SQLite sessions lock
@@ -33,6 +36,17 @@ from pathlib import Path
 from typing import Any
 
 SQLITE_FILE = "sessions.sqlite"
+OWN_TABLES = {
+    "medhx_sessions": "session_id TEXT PRIMARY KEY, owner TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL",
+    "medhx_turns": "session_id TEXT NOT NULL, idx INTEGER NOT NULL, speaker TEXT NOT NULL, body TEXT NOT NULL, "
+                   "PRIMARY KEY (session_id, idx)",
+    "medhx_utterances": "session_id TEXT NOT NULL, idx INTEGER NOT NULL, body TEXT NOT NULL, "
+                        "PRIMARY KEY (session_id, idx)",
+}
+"""medhx's own tables, the same SQL on SQLite and PostgreSQL."""
+SAVER_TABLES = {"sqlite": ("checkpoints", "writes"),
+                "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes")}
+"""The saver's tables, named only to give their freed space back (:meth:`CheckpointStore.reclaim`)."""
 POSTGRES_ENV = "MEDHX_POSTGRES_URL"
 DATA_ENV = "MEDHX_DATA"
 SCHEMA_LOCK = (0x6D656468, 0x78)  # "medh", "x": the PostgreSQL advisory lock held while the tables are set up
@@ -112,7 +126,7 @@ class CheckpointStore:
     # -- opening
 
     def _open_sqlite(self) -> None:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+        from agent.app.sqlite_saver import SqliteSaver
 
         path = self.settings.path
         assert path is not None
@@ -131,8 +145,8 @@ class CheckpointStore:
         with self._local:
             self.new_index = not self._conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'medhx_sessions'").fetchall()
-            self._conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
-                               "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
+            for table, columns in OWN_TABLES.items():
+                self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
             self._conn.commit()
         self.pool = None
 
@@ -176,8 +190,8 @@ class CheckpointStore:
             self.saver.setup()
             with self.pool.connection() as conn:
                 self.new_index = conn.execute("SELECT to_regclass('medhx_sessions') AS t").fetchone()["t"] is None
-                conn.execute("CREATE TABLE IF NOT EXISTS medhx_sessions (session_id TEXT PRIMARY KEY, owner TEXT, "
-                             "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)")
+                for table, columns in OWN_TABLES.items():
+                    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
         finally:
             self._lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)", SCHEMA_LOCK)
 
@@ -232,13 +246,19 @@ class CheckpointStore:
             return rows
 
     def add_session(self, session_id: str, owner: str | None, at: str) -> None:
-        self._execute("INSERT INTO medhx_sessions (session_id, owner, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                      (session_id, owner, at, at))
+        """Index a new session; a row left by a start that died before its first checkpoint is taken over."""
+        self._execute("INSERT INTO medhx_sessions (session_id, owner, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                      "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                      "created_at = excluded.created_at, updated_at = excluded.updated_at", (session_id, owner, at, at))
 
     def touch(self, session_id: str, at: str) -> None:
         self._execute("UPDATE medhx_sessions SET updated_at = ? WHERE session_id = ?", (at, session_id))
 
     def remove_session(self, session_id: str) -> None:
+        """Everything of one session: its transcript first, the index row last (a delete cut short leaves the session
+        listed, so it can be deleted again)."""
+        self._execute("DELETE FROM medhx_utterances WHERE session_id = ?", (session_id,))
+        self._execute("DELETE FROM medhx_turns WHERE session_id = ?", (session_id,))
         self.saver.delete_thread(session_id)
         self._execute("DELETE FROM medhx_sessions WHERE session_id = ?", (session_id,))
 
@@ -262,6 +282,63 @@ class CheckpointStore:
             self._execute("INSERT INTO medhx_sessions (session_id, owner, created_at, updated_at) VALUES (?, ?, ?, ?)",
                           (tid, owner, created, updated))
         return len(found)
+
+    # -- the transcript (medhx's own tables; what a row's body holds is agent.app.transcript's)
+
+    def append_turns(self, session_id: str, rows: list[tuple[int, str, str]]) -> None:
+        """Append ``(index, speaker, body)`` rows; a row already there is kept as it is (appending twice is safe)."""
+        for idx, speaker, body in rows:
+            self._execute("INSERT INTO medhx_turns (session_id, idx, speaker, body) VALUES (?, ?, ?, ?) "
+                          "ON CONFLICT (session_id, idx) DO NOTHING", (session_id, idx, speaker, body))
+
+    def turn_rows(self, session_id: str) -> list[tuple[int, str, str]]:
+        """``(index, speaker, body)`` of every stored turn, in order."""
+        return [(int(i), sp, b) for i, sp, b in self._execute(
+            "SELECT idx, speaker, body FROM medhx_turns WHERE session_id = ? ORDER BY idx", (session_id,))]
+
+    def turn_count(self, session_id: str) -> int:
+        return int(self._execute("SELECT count(*) FROM medhx_turns WHERE session_id = ?", (session_id,))[0][0])
+
+    def receive(self, session_id: str, index: int, body: str) -> None:
+        """Store a patient utterance, before the graph runs, as the turn ``index`` it is to become."""
+        self._execute("INSERT INTO medhx_utterances (session_id, idx, body) VALUES (?, ?, ?) "
+                      "ON CONFLICT (session_id, idx) DO UPDATE SET body = excluded.body", (session_id, index, body))
+
+    def received(self, session_id: str, index: int) -> str | None:
+        rows = self._execute("SELECT body FROM medhx_utterances WHERE session_id = ? AND idx = ?", (session_id, index))
+        return rows[0][0] if rows else None
+
+    def forget_received(self, session_id: str, below: int) -> None:
+        """Drop the stored utterances the transcript now holds (turn index below ``below``)."""
+        self._execute("DELETE FROM medhx_utterances WHERE session_id = ? AND idx < ?", (session_id, below))
+
+    def prune(self, session_id: str) -> None:
+        """Keep only the session's latest checkpoint (the saver's ``prune``, strategy ``keep_latest``)."""
+        self.saver.prune([session_id], strategy="keep_latest")
+
+    def reclaim(self) -> None:
+        """Give the space of deleted rows back: SQLite ``VACUUM`` (the file shrinks), PostgreSQL ``VACUUM FULL`` of
+        medhx's and the saver's tables (each rewritten, and locked while it is: seconds for a clinic's store)."""
+        tables = [*OWN_TABLES, *SAVER_TABLES[self.settings.store]]
+        if self.pool is not None:
+            with self.pool.connection() as conn:  # autocommit: VACUUM runs outside a transaction
+                conn.execute("VACUUM FULL " + ", ".join(tables))
+            return
+        with self._local, self.saver.lock:  # no statement of this process between the two
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL's pages back into the file, the file cut
+
+    def stored_bytes(self) -> int:
+        """What the store takes: the SQLite file and its write-ahead log, or the PostgreSQL relations (indexes and
+        TOAST included) of medhx's and the saver's tables."""
+        if self.pool is not None:
+            tables = [*OWN_TABLES, *SAVER_TABLES["postgres"]]
+            return int(self._execute("SELECT sum(pg_total_relation_size(to_regclass(t))) FROM unnest(?::text[]) AS t",
+                                     (tables,))[0][0] or 0)
+        path = self.settings.path
+        assert path is not None
+        wal = path.with_name(path.name + "-wal")
+        return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
     # -- locks
 

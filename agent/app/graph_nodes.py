@@ -183,7 +183,8 @@ class Nodes:
 
     def _remaining(self, s: InterviewState) -> float:
         """Seconds left of this turn's deadline: the deadline less the time its finished nodes took (their latencies,
-        checkpointed, so a resumed turn keeps its clock; a clinician's review is not the turn's time)."""
+        in the state, checkpointed with it at a review, so the turn keeps its clock; a clinician's review is not the
+        turn's time)."""
         spent = sum(v for k, v in s.pending.latency.items() if k != "review")
         return self.agent.turn_deadline_s - spent
 

@@ -6,6 +6,7 @@ classes, so stored sessions survive code changes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -65,8 +66,9 @@ class ReviewEdit(BaseModel):
 
 
 class Pending(BaseModel):
-    """The turn being built; cleared by ``speak``. Held in the state so a resumed process
-    continues from the last finished node instead of recomputing the whole turn."""
+    """The turn being built; cleared by ``speak``. Held in the state so the turn's nodes hand it on, and so a turn
+    stopped for clinician review (checkpointed there) resumes with its plan; a turn killed mid-way runs again from
+    its stored utterance (:mod:`agent.app.sessions`)."""
 
     nlu: list[dict] | None = None
     nlu_meta: dict[str, Any] = Field(default_factory=dict)
@@ -84,6 +86,9 @@ Status = Literal["active", "closed", "budget_reached"]
 
 
 class InterviewState(BaseModel):
+    """The interview. In a checkpoint ``turns`` holds only the turns not yet on record in the transcript table
+    (:mod:`agent.app.transcript`); a node, and a reader of :meth:`agent.app.sessions.Session.state`, sees them all."""
+
     model_config = ConfigDict(extra="forbid")
 
     session_id: str = ""
@@ -109,6 +114,20 @@ class InterviewState(BaseModel):
             state=self.patient_state,
             past_actions=[t.actions or [] for t in self.turns if t.speaker == "doctor"],
         )
+
+
+@dataclass(frozen=True)
+class OnRecord:
+    """A graph run's context (LangGraph ``context_schema``): the session's turns already in the transcript table when
+    the run starts. None or empty: the state's own ``turns`` are the whole interview (a graph run without a store)."""
+
+    turns: list[Turn]
+
+
+def with_record(record: list[Turn], tail: list[Turn]) -> list[Turn]:
+    """The whole interview: the turns on record, then the state's turns past them (a turn both hold is the same
+    turn: a tail is only ever written to the record, never changed after)."""
+    return [*record, *(t for t in tail if t.index >= len(record))]
 
 
 def _dump(value: Any) -> Any:

@@ -1,18 +1,23 @@
 """Durable interview sessions: the interview graph checkpointed per session (thread id = session id).
 
-Where and how sessions are kept (SQLite or PostgreSQL, the session index, per-session locks) is
-:mod:`agent.app.checkpoints`; this module runs the graph over them. The ``medhx sessions`` command is
+Where and how sessions are kept (SQLite or PostgreSQL, the session index, the transcript tables, per-session locks)
+is :mod:`agent.app.checkpoints`; this module runs the graph over them. The ``medhx sessions`` command is
 :mod:`agent.app.sessions_cli`.
 
 One turn at a time per session: every operation that runs the graph holds the session's lock, so a second tab or
 process gets :class:`SessionBusy` instead of a duplicated or lost turn.
 
-Exactly-once turns. Every node's writes are checkpointed before the next node runs
-(``durability="sync"``), and the patient's utterance is stored the moment it is handed to
-the graph (LangGraph keeps a resume value as a pending write). So after a crash:
+Storage linear in the interview. The graph checkpoints once per run, when it stops at an interrupt or ends
+(``durability="exit"``): once per turn, twice with clinician review. After each run the turns it finished are
+appended to the transcript table (:mod:`agent.app.transcript`) and the session's older checkpoints are pruned: a
+session is its transcript rows plus one checkpoint that holds the patient state and the turns of the last run only.
 
-- a turn that stopped inside any node is finished by :meth:`Session.settle` (``invoke(None)``
-  continues from the last finished node; an utterance stored but not yet consumed is consumed);
+Exactly-once turns. The patient's utterance is stored (``medhx_utterances``) before the graph runs. So after a crash:
+
+- a turn that stopped mid-way left no checkpoint: the session still waits for that utterance, and
+  :meth:`Session.settle` runs the turn again from the stored one (a turn's modules run again from its start);
+- a turn whose checkpoint was saved but whose turns were not yet appended to the transcript still has them in that
+  checkpoint: :meth:`Session.settle` appends them;
 - a client that does not know whether its last ``send`` went through sends it again with the
   same ``key``: a patient turn with that key is never added twice, and the doctor turn that
   answered it is returned instead of a new one.
@@ -20,6 +25,7 @@ the graph (LangGraph keeps a resume value as a pending write). So after a crash:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +36,8 @@ from langgraph.types import Command
 from agent.app.checkpoints import CheckpointStore, SessionBusy, SessionError, SessionNotFound, StoreSettings
 from agent.app.graph import build_agent, build_graph
 from agent.app.graph_nodes import Agent
-from agent.app.graph_state import InterviewState, Turn, parse_review_decision, utc_now
+from agent.app.graph_state import InterviewState, OnRecord, Turn, parse_review_decision, utc_now, with_record
+from agent.app.transcript import decode, encode, last_patient_state
 from agent.core.safety import clean_patient_text
 
 __all__ = ["Session", "SessionBusy", "SessionError", "SessionInfo", "SessionNotFound", "SessionStore"]
@@ -118,22 +125,33 @@ class SessionStore:
         with self.checkpoints.lock(session_id):  # never under a running turn
             self.checkpoints.remove_session(session_id)
 
+    def compact(self, session_id: str) -> bool:
+        """A session stored before the transcript table (every node's checkpoint, each with the whole transcript)
+        brought to today's layout without running anything: its turns put on record, its checkpoints but the latest
+        dropped. False (left as it is, for its next resume to finish) when it stopped inside a node; SessionBusy when
+        a turn of it is running."""
+        with self.checkpoints.lock(session_id):
+            return Session(self, session_id)._put_on_record()
+
     def list_sessions(self, owner: str | None = None) -> list[SessionInfo]:
         """Sessions, most recent activity first; only ``owner``'s when given."""
         out = []
         for row in self.checkpoints.sessions():
             if owner is not None and row.owner != owner:
                 continue
-            snap = self.graph.get_state(_thread(row.session_id))
-            st = InterviewState.model_validate(snap.values)
+            session = Session(self, row.session_id)
+            snap = self.graph.get_state(session.config)
+            turns = session._length(snap)
+            values = snap.values
             out.append(SessionInfo(
-                session_id=row.session_id, created_at=row.created_at, updated_at=row.updated_at, status=st.status,
-                waiting_for=_waiting_for(snap), turns=len(st.turns), red_flags=len(st.red_flags), owner=row.owner,
+                session_id=row.session_id, created_at=row.created_at, updated_at=row.updated_at,
+                status=values.get("status", "active"), waiting_for=session._waiting(snap, turns), turns=turns,
+                red_flags=len(values.get("red_flags") or []), owner=row.owner,
             ))
         return out
 
     def _describe_unlisted(self, session_id: str) -> tuple[str | None, str, str]:
-        st = InterviewState.model_validate(self.graph.get_state(_thread(session_id)).values)
+        st = Session(self, session_id).state()
         return st.owner, st.created_at, st.turns[-1].at if st.turns else st.created_at
 
     def describe(self) -> str:
@@ -167,10 +185,20 @@ class Session:
     # -- reading
 
     def state(self) -> InterviewState:
-        return InterviewState.model_validate(self.store.graph.get_state(self.config).values)
+        """The interview: the turns on record and those of the checkpoint past them; and a patient utterance stored
+        but not yet taken by a finished turn (its turn is running, or stopped mid-way) as the last turn, without its
+        NLU and state yet, as the patient said it."""
+        snap = self.store.graph.get_state(self.config)
+        turns = with_record(self._record(), InterviewState.model_validate(snap.values).turns)
+        if (said := self._unconsumed(len(turns))) is not None:
+            turns.append(Turn(index=len(turns), speaker="patient", text=said["text"], at=said["at"], key=said["key"]))
+        return InterviewState.model_validate({**snap.values, "turns": turns})
 
     def waiting_for(self) -> str | None:
-        return _waiting_for(self.store.graph.get_state(self.config))
+        """``patient`` / ``review`` (an open interrupt), ``running`` (a turn stopped mid-way: inside a node, or an
+        utterance stored that no turn has consumed yet), None (ended)."""
+        snap = self.store.graph.get_state(self.config)
+        return self._waiting(snap, self._length(snap))
 
     def pending_review(self) -> dict | None:
         snap = self.store.graph.get_state(self.config)
@@ -183,15 +211,38 @@ class Session:
         doctor = self.state().doctor_turns()
         return doctor[-1] if doctor else None
 
+    def _record(self) -> list[Turn]:
+        """The turns in the transcript table."""
+        return decode(self.store.checkpoints.turn_rows(self.id))
+
+    def _length(self, snap: Any) -> int:
+        """How many turns the session holds: on record, or in its checkpoint's tail."""
+        tail = snap.values.get("turns") or []
+        last = max((t["index"] if isinstance(t, dict) else t.index for t in tail), default=-1)
+        return max(self.store.checkpoints.turn_count(self.id), last + 1)
+
+    def _waiting(self, snap: Any, length: int) -> str | None:
+        waiting = _waiting_for(snap)
+        if waiting == "patient" and self._unconsumed(length) is not None:
+            return "running"
+        return waiting
+
+    def _unconsumed(self, length: int) -> dict | None:
+        """The patient utterance stored for the next turn (index ``length``) that no turn has consumed yet."""
+        body = self.store.checkpoints.received(self.id, length)
+        return json.loads(body) if body is not None else None
+
     # -- running
 
     def stream(self, graph_input: Any) -> Iterator[dict]:
         """Run the graph until it waits or ends, yielding UI events:
         ``{"type": "update", "node", "data"}`` per finished node, ``{"type": "custom", ...}``
         (``event: latency`` with node and seconds; ``event: doctor`` with the new doctor turn),
-        ``{"type": "interrupt", "value"}`` when it stops for the patient or for review."""
+        ``{"type": "interrupt", "value"}`` when it stops for the patient or for review.
+        The run checkpoints once, when it stops; its turns then go on record (:meth:`_put_on_record`)."""
+        context = OnRecord(self._record())
         for mode, chunk in self.store.graph.stream(
-            graph_input, self.config, stream_mode=["updates", "custom"], durability="sync"
+            graph_input, self.config, stream_mode=["updates", "custom"], durability="exit", context=context
         ):
             if mode == "custom":
                 yield {"type": "custom", **chunk}
@@ -202,15 +253,34 @@ class Session:
                         yield {"type": "interrupt", "value": intr.value}
                 else:
                     yield {"type": "update", "node": node, "data": data}
+        self._put_on_record()
+
+    def _put_on_record(self) -> bool:
+        """Append the turns the checkpoint holds past the record to the transcript table, forget the utterances they
+        consumed, and prune the checkpoints before the latest. Only at rest (an interrupt or the end; False
+        otherwise): a run stopped inside a node has turns a node may still change."""
+        snap = self.store.graph.get_state(self.config)
+        if snap.next and not snap.interrupts:
+            return False
+        checkpoints = self.store.checkpoints
+        tail = InterviewState.model_validate(snap.values).turns
+        count = checkpoints.turn_count(self.id)
+        new = [t for t in tail if t.index >= count]
+        if new:
+            checkpoints.append_turns(self.id, encode(new, last_patient_state(self._record())))
+            checkpoints.forget_received(self.id, count + len(new))
+        if snap.parent_config is not None:  # a pruned checkpoint has no parent
+            checkpoints.prune(self.id)
+        return True
 
     def _drain(self, graph_input: Any) -> None:
         for _ in self.stream(graph_input):
             pass
 
     def settle(self) -> None:
-        """Finish whatever a crashed process left: a turn stopped inside a node, or an utterance
-        stored but not yet consumed. At an open interrupt with nothing stored this is a no-op
-        (the waiting node re-raises the same interrupt). A turn another holder is running is theirs to finish."""
+        """Finish whatever a crashed process left: a turn stopped inside a node, turns checkpointed but not yet on
+        record, or an utterance stored but not yet consumed. At an open interrupt with nothing stored this is a
+        no-op. A turn another holder is running is theirs to finish."""
         try:
             with self.store.checkpoints.lock(self.id):
                 self._settle()
@@ -218,8 +288,14 @@ class Session:
             return
 
     def _settle(self) -> None:
-        if self.store.graph.get_state(self.config).next:
+        snap = self.store.graph.get_state(self.config)
+        if snap.next and not snap.interrupts:  # stopped inside a node: a run that raised, or an older store
             self._drain(None)
+        else:
+            self._put_on_record()
+        snap = self.store.graph.get_state(self.config)
+        if _waiting_for(snap) == "patient" and (said := self._unconsumed(self._length(snap))) is not None:
+            self._drain(Command(resume=said))
 
     def stream_send(self, text: str, key: str | None = None) -> Iterator[dict]:
         """:meth:`send` as a stream of UI events. Holds the session's lock until the turn is done."""
@@ -243,7 +319,9 @@ class Session:
             raise SessionError(f"session {self.id} has ended ({st.status})")
         if waiting == "review":
             raise SessionError(f"session {self.id} awaits clinician review of the planned doctor turn")
-        yield from self.stream(Command(resume={"text": text, "key": key, "at": utc_now()}))
+        said = {"text": text, "key": key, "at": utc_now()}
+        self.store.checkpoints.receive(self.id, len(st.turns), json.dumps(said))  # before the run
+        yield from self.stream(Command(resume=said))
 
     def send(self, text: str, key: str | None = None) -> Turn | None:
         """One patient utterance in, the doctor's answer out (None while it awaits review).

@@ -1,4 +1,9 @@
-"""``medhx sessions {list,show,delete,export,purge}``: stored interviews from the command line."""
+"""``medhx sessions {list,show,delete,export,purge,compact}``: stored interviews from the command line.
+
+``purge`` deletes idle sessions and then gives their space back (a deleted row only frees pages inside the store):
+SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL`` (:meth:`agent.app.checkpoints.CheckpointStore.reclaim`).
+``compact`` brings sessions stored before the transcript table (a checkpoint per node, each with the whole
+transcript) to today's layout, and gives the space back the same way."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from pathlib import Path
 
 from agent.app.export import export_session
 from agent.app.graph_state import InterviewState
-from agent.app.sessions import Session, SessionNotFound, SessionStore
+from agent.app.sessions import Session, SessionBusy, SessionNotFound, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
 
 
@@ -34,10 +39,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--format", choices=("meditod", "note"), default="meditod")
     e.add_argument("--out", default=None, help="file to write (default stdout)")
     e.set_defaults(func=_cmd_export)
-    pu = ssub.add_parser("purge", help="delete every session with no activity for DAYS days")
+    pu = ssub.add_parser("purge", help="delete every session with no activity for DAYS days, and return the space")
     pu.add_argument("--older-than", type=float, required=True, metavar="DAYS")
     pu.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    pu.add_argument("--no-reclaim", action="store_true",
+                    help="keep the freed space in the store (no SQLite VACUUM / PostgreSQL VACUUM FULL, which locks "
+                         "the session tables while it rewrites them)")
     pu.set_defaults(func=_cmd_purge)
+    co = ssub.add_parser("compact", help="sessions stored before the transcript table: keep their latest checkpoint "
+                                         "only, and return the space")
+    co.add_argument("--no-reclaim", action="store_true", help="keep the freed space in the store")
+    co.set_defaults(func=_cmd_compact)
 
 
 def _store(args: argparse.Namespace) -> SessionStore:
@@ -98,8 +110,30 @@ def _cmd_purge(args: argparse.Namespace) -> int:
                 store.delete(info.session_id)
             print(json.dumps({"session_id": info.session_id, "updated_at": info.updated_at,
                               "deleted": not args.dry_run}))
-    print(f"{'would delete' if args.dry_run else 'deleted'} {len(old)} session(s) idle for more than "
-          f"{args.older_than:g} days", file=sys.stderr)
+        print(f"{'would delete' if args.dry_run else 'deleted'} {len(old)} session(s) idle for more than "
+              f"{args.older_than:g} days", file=sys.stderr)
+        if old and not args.dry_run and not args.no_reclaim:
+            before = store.checkpoints.stored_bytes()
+            store.checkpoints.reclaim()  # deleted rows leave free pages behind: give them back
+            print(f"store {store.describe()}: {before:,} -> {store.checkpoints.stored_bytes():,} bytes",
+                  file=sys.stderr)
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        before = store.checkpoints.stored_bytes()
+        for info in store.list_sessions():
+            try:
+                done = store.compact(info.session_id)
+            except SessionBusy as exc:
+                done, note = False, str(exc)
+            else:
+                note = None if done else "stopped inside a turn: its next resume finishes and compacts it"
+            print(json.dumps({"session_id": info.session_id, "compacted": done} | ({"note": note} if note else {})))
+        if not args.no_reclaim:
+            store.checkpoints.reclaim()
+        print(f"store {store.describe()}: {before:,} -> {store.checkpoints.stored_bytes():,} bytes", file=sys.stderr)
     return 0
 
 

@@ -26,13 +26,18 @@ Loader = Callable[[Path], dict]
 """Validates one config file of a kind the layers above own (the console's ``ui``, plugged in by ``agent.cli``) and
 returns it with defaults filled in."""
 
-KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "ui", "presentation")
+KINDS = ("agent", "train", "bench", "bench-speed", "serve", "simulate", "load-bench", "storage-bench", "ui",
+         "presentation")
 
 
 def config_type(raw: dict) -> str:
     """Which schema a config mapping follows (one of :data:`KINDS`), recognised from its keys."""
     keys = set(raw)
-    if "agent" in keys and "output_dir" in keys and "interviews" not in keys:
+    if "interviews" in keys or {"clinic", "stress"} & keys:  # load-bench: clinic pace and the closed loop
+        return "load-bench"
+    if {"stores", "turns"} <= keys and "agents" not in keys:  # storage-bench: bytes per interview against its length
+        return "storage-bench"
+    if "agent" in keys and "output_dir" in keys:
         return "bench"
     if "nlu" in keys or "policy" in keys or "nlg" in keys:
         return "agent"
@@ -42,8 +47,6 @@ def config_type(raw: dict) -> str:
         return "bench-speed"
     if "agents" in keys:
         return "simulate"
-    if "interviews" in keys:
-        return "load-bench"
     if keys == {"ui"}:
         return "ui"
     if {"triggers", "characterise", "red_flag_screen"} & keys:
@@ -94,6 +97,10 @@ def validate(
         from eval.runs.load_bench import load_config as load_load_bench
 
         return kind, load_load_bench(p).model_dump()
+    if kind == "storage-bench":
+        from eval.runs.storage_bench import load_config as load_storage_bench
+
+        return kind, load_storage_bench(p).model_dump()
     if loaders and kind in loaders:
         return kind, loaders[kind](p)
     if kind == "presentation":
@@ -107,8 +114,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``medhx config``; the top (``agent.cli``) sets the ``loaders`` default for the kinds of the layers above."""
     p = sub.add_parser(
         "config",
-        help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, ui) or print it "
-        "with defaults",
+        help="validate any config (agent, train, bench, bench-speed, serve, simulate, load-bench, storage-bench, ui) "
+        "or print it with defaults",
     )
     csub = p.add_subparsers(dest="config_command", required=True)
     for name, help_ in (("check", "validate; exit 1 with the key path on an error"),

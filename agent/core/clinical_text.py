@@ -343,6 +343,7 @@ class ClauseReader:
                 windows.append((sent.start, sent.end))
             if si + 1 < len(sents) and len(sent) + len(sents[si + 1]) <= max_words:
                 windows.append((sent.start, sents[si + 1].end))
+        bounds = [(sent.start, sent.end) for sent in sents]
         out, seen = [], set()
         for a, b in windows:
             span = doc[a:b]
@@ -360,6 +361,13 @@ class ClauseReader:
 
             # a negation inside an "if" is no denial: "they'd be fine if I wasn't around" says what it says
             negated = share("NEGATED_EXISTENCE") >= 0.5 and share("HYPOTHETICAL") < 0.5
+            # Two sentences read together are denied when either one is: "No, I haven't had any chest pain. On the
+            # left side anyway." says nothing of a pain on the left, though most of its words are outside the "no".
+            for sa, sb in bounds:
+                if a <= sa and sb <= b and (sa, sb) != (a, b):
+                    part = [state[t] for t in range(sa, sb) if t in state]
+                    if part and sum("NEGATED_EXISTENCE" in w for w in part) / len(part) >= 0.5:
+                        negated = True
             out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
                               share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
         return out

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.core import cmas
+from agent.core import cmas, cmas_lenient
 
 JSON_TASKS = ("nlu", "pol")
 MAX_DEPTH = 32  # CMAS nests 6 deep; deeper output is not CMAS, and ~250 levels break the checkpoint serialiser
@@ -359,7 +359,7 @@ def parse_output(task: str, text: str, status_attribute: bool = False) -> ParseR
     except cmas.CMASError as exc:
         strict_error = f"schema after repair: {exc}"
 
-    lenient = cmas.parse_nlu_lenient(obj) if task == "nlu" else cmas.parse_actions_lenient(obj)
+    lenient = cmas_lenient.parse_nlu_lenient(obj) if task == "nlu" else cmas_lenient.parse_actions_lenient(obj)
     if lenient.value:
         return ParseResult(lenient.value, repaired=bool(fixes), lenient=True, extra=lenient.extra, fixes=fixes)
     return ParseResult([], repaired=bool(fixes), format_error=f"{first_error}; {strict_error}; nothing fits CMAS",

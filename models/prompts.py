@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agent.core import cmas
+from agent.core import cmas, cmas_wording
 from agent.core.data import Example, Task, doctor_window, nlu_window
 from agent.core.protocol import TurnContext
 
@@ -207,7 +207,7 @@ ICL_INSTRUCTIONS: dict[str, list[str]] = {
 
 def _status_description(slot: str, spec: cmas.SlotSpec) -> str:
     values = spec.statuses or spec.status_values
-    meaning = cmas.STATUS_MEANINGS.get(slot, f"the {slot.replace('_', ' ')} applies")
+    meaning = cmas_wording.STATUS_MEANINGS.get(slot, f"the {slot.replace('_', ' ')} applies")
     text = f"The status is '{values[0]}' if {meaning} or '{values[1]}' if not"
     return text + (f"; otherwise, it is '{values[2]}'." if len(values) > 2 else ".")
 
@@ -215,7 +215,7 @@ def _status_description(slot: str, spec: cmas.SlotSpec) -> str:
 def _attribute_entry(slot: str, attr: str, spec: cmas.SlotSpec) -> dict:
     if attr == "status":
         return {"name": "status", "description": _status_description(slot, spec)}
-    desc, examples = cmas.ATTRIBUTE_DESCRIPTIONS.get(slot, {}).get(attr, (None, None))
+    desc, examples = cmas_wording.ATTRIBUTE_DESCRIPTIONS.get(slot, {}).get(attr, (None, None))
     entry: dict[str, Any] = {
         "name": attr,
         "description": desc or f"The {attr.replace('_', ' ')} of the {slot.replace('_', ' ')}.",
@@ -232,7 +232,7 @@ def schema_definitions(task: Task) -> str:
     POL lists what a doctor can ask about (the check types of each slot).
     """
     intents = cmas.PATIENT_INTENTS if task == "nlu" else cmas.DOCTOR_ACTIONS
-    intent_lines = [cmas.dumps({"name": i, "description": cmas.INTENT_DESCRIPTIONS[i]}) for i in intents]
+    intent_lines = [cmas.dumps({"name": i, "description": cmas_wording.INTENT_DESCRIPTIONS[i]}) for i in intents]
     slot_lines = []
     for slot, spec in cmas.SLOTS.items():
         if task == "nlu":
@@ -243,7 +243,7 @@ def schema_definitions(task: Task) -> str:
             names = [a for a in spec.check_types if a != "status"]
         entry = {
             "slot": slot,
-            "description": cmas.SLOT_DESCRIPTIONS[slot],
+            "description": cmas_wording.SLOT_DESCRIPTIONS[slot],
             "related_attributes": [_attribute_entry(slot, a, spec) for a in names],
         }
         slot_lines.append(cmas.dumps(entry))

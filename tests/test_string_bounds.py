@@ -18,7 +18,7 @@ from model_fixtures import ScriptedModel
 
 from agent.app.graph_nodes import Agent
 from agent.app.sessions import SessionStore
-from agent.core import cmas
+from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_RECORD_CHARS, MAX_UTTERANCE_CHARS, MAX_VALUE_CHARS, bound_record, set_aside
 from agent.core.ontology import default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
@@ -102,17 +102,18 @@ def test_cmas_refuses_an_over_long_value_wherever_it_is_parsed_strictly():
 
 
 def test_lenient_parsing_sets_aside_the_over_long_value_and_keeps_the_rest():
-    kept = cmas.parse_nlu_lenient(NLU_WITH_BIG)
+    kept = cmas_lenient.parse_nlu_lenient(NLU_WITH_BIG)
     assert kept.value == [{"intent": "inform", "slots": {
         "positive_symptom": [{"value": "coughing", "onset": "two weeks"}], "positive_habit": [{"value": "smoking"}]}}]
     assert kept.extra == {"0.slots.positive_symptom.1.value": set_aside(BIG),
                           "0.slots.positive_habit.0.frequency": set_aside(BIG)}
     assert set_aside(BIG) == {"too_long": KB100, "limit": MAX_VALUE_CHARS, "start": BIG[:80]}
-    actions = cmas.parse_actions_lenient(POL_WITH_BIG)
+    actions = cmas_lenient.parse_actions_lenient(POL_WITH_BIG)
     assert actions.value == POL_KEPT
     assert actions.extra == {"0.symptom.0.value": set_aside(BIG), "0.symptom.1.checks.0.values.0": set_aside(BIG)}
     # whatever else lenient parsing records is bounded too: a 100 KB unknown key and an unknown slot's value
-    odd = cmas.parse_nlu_lenient([{"intent": "inform", "slots": {"mood": BIG, "positive_symptom": [{BIG: "x"}]}}])
+    odd_slots = {"mood": BIG, "positive_symptom": [{BIG: "x"}]}
+    odd = cmas_lenient.parse_nlu_lenient([{"intent": "inform", "slots": odd_slots}])
     assert odd.value == [{"intent": "inform"}] and max(map(len, strings(odd.extra))) <= MAX_RECORD_CHARS
     assert bound_record({"raw": BIG})["raw"]["too_long"] == KB100
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.app.graph_state import InterviewState
-from agent.core import cmas
+from agent.core import cmas, cmas_wording
 from agent.core.data import Dialogue, Utterance
 from agent.core.safety import DISCLAIMER, RedFlag
 from agent.core.tracker import update_state
@@ -215,12 +215,12 @@ def _complaint_sections(transcript: Transcript, state: dict) -> list[str]:
     if words:
         out.append(f"> {words}")
     out += ["", "## History of presenting complaint"]
-    hpi = [f"- {_entry(it, cmas.SYMPTOM_ATTRS)}" for it in state.get("positive_symptom", [])]
+    hpi = [f"- {_entry(it, cmas_wording.SYMPTOM_ATTRS)}" for it in state.get("positive_symptom", [])]
     out += hpi or [NONE_RECORDED]
-    negatives = [_inline(it, cmas.SYMPTOM_ATTRS) for it in state.get("negative_symptom", [])]
+    negatives = [_inline(it, cmas_wording.SYMPTOM_ATTRS) for it in state.get("negative_symptom", [])]
     if negatives:
         out.append(f"- Pertinent negatives: {'; '.join(negatives)}")
-    unsure = [_inline(it, cmas.SYMPTOM_ATTRS) for it in state.get("unknown_symptom", [])]
+    unsure = [_inline(it, cmas_wording.SYMPTOM_ATTRS) for it in state.get("unknown_symptom", [])]
     if unsure:
         out.append(f"- Unsure: {'; '.join(unsure)}")
     return out

@@ -35,7 +35,7 @@ from agent.app.graph_state import (
     parse_review_decision,
     utc_now,
 )
-from agent.core import cmas, safety
+from agent.core import cmas, cmas_lenient, safety
 from agent.core.bounds import MAX_UTTERANCE_CHARS, bound_record, too_long
 from agent.core.clinical_text import is_opening
 from agent.core.protocol import NLG, ModuleOutput, Policy
@@ -277,7 +277,7 @@ class Nodes:
         out, reason = self._attempt("policy", lambda: policy.next_actions(ctx), s)
         if out is None:
             out = agent.policy_fallback().next_actions(ctx)
-        kept = cmas.parse_actions_lenient(out.value)
+        kept = cmas_lenient.parse_actions_lenient(out.value)
         meta = _plain({"raw": out.raw, "format_error": out.format_error, "repaired": out.repaired,
                        "extra": {**out.extra, **kept.extra}, **out.meta})
         if reason:  # (a hybrid policy's own fallback, to its questionnaire, is already in its meta the same way)

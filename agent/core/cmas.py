@@ -13,13 +13,12 @@ Two encodings of status exist and convert losslessly:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError, create_model
 
-from agent.core.bounds import MAX_VALUE_CHARS, any_too_long, bound_record, set_aside, too_long
+from agent.core.bounds import MAX_VALUE_CHARS
 
 # --------------------------------------------------------------------------- intents
 
@@ -322,141 +321,6 @@ def parse_actions(obj: Any) -> list[dict[str, Any]]:
     return Validated.of(out, "actions")
 
 
-@dataclass
-class Lenient:
-    """Result of lenient parsing: the schema-valid part and what did not fit, by path."""
-
-    value: Any
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def n_extra(self) -> int:
-        return len(self.extra)
-
-
-def _keep_known(item: Any, allowed: set[str], path: str, extra: dict[str, Any]) -> dict[str, Any] | None:
-    if not isinstance(item, dict):
-        extra[path] = item
-        return None
-    kept = {}
-    for k, v in item.items():
-        if k not in allowed:
-            extra[f"{path}.{k}"] = v
-        elif isinstance(v, list) and any_too_long(v):  # the over-long strings of a list go, the others stay
-            for n, x in enumerate(v):
-                if too_long(x):
-                    extra[f"{path}.{k}.{n}"] = set_aside(x)
-            if short := [x for x in v if not too_long(x)]:
-                kept[k] = short
-        elif too_long(v):
-            extra[f"{path}.{k}"] = set_aside(v)
-        else:
-            kept[k] = v
-    return kept
-
-
-def _lenient_slots(slots: Any, path: str, extra: dict[str, Any], status_attr: bool = False) -> dict[str, Any]:
-    out: dict[str, list[Any]] = {}
-    if not isinstance(slots, dict):
-        extra[path] = slots
-        return out
-    for name, items in slots.items():
-        try:
-            base = name if status_attr else split_slot_name(name)[1]
-            spec = SLOTS[base]
-        except KeyError:
-            extra[f"{path}.{name}"] = items
-            continue
-        if not isinstance(items, list):
-            items = [items]
-        allowed = set(spec.attributes) | ({"status"} if status_attr else set())
-        kept = []
-        for j, it in enumerate(items):
-            k = _keep_known(it, allowed, f"{path}.{name}.{j}", extra)
-            if spec.medical and k and "value" not in k and too_long(it.get("value")):
-                continue  # its head value was too long (set aside): the item names nothing any more
-            if k:
-                kept.append(k)
-        if kept:
-            out[name] = kept
-    return out
-
-
-def parse_nlu_lenient(obj: Any) -> Lenient:
-    """Keep what fits CMAS; unknown slots, attributes and intents go to ``extra`` (never dropped silently)."""
-    extra: dict[str, Any] = {}
-    frames = obj if isinstance(obj, list) else [obj]
-    kept = []
-    for i, frame in enumerate(frames):
-        if not isinstance(frame, dict) or frame.get("intent") not in PATIENT_INTENTS:
-            extra[str(i)] = frame
-            continue
-        out: dict[str, Any] = {"intent": frame["intent"]}
-        for k, v in frame.items():
-            if k == "slots":
-                slots = _lenient_slots(v, f"{i}.slots", extra)
-                if slots:
-                    out["slots"] = slots
-            elif k != "intent":
-                extra[f"{i}.{k}"] = v
-        kept.append(out)
-    return Lenient(_strict_or_extra(parse_nlu, kept, extra), bound_record(extra))
-
-
-def parse_actions_lenient(obj: Any) -> Lenient:
-    if isinstance(obj, Validated) and obj.unchanged("actions"):
-        return Lenient(obj)
-    extra: dict[str, Any] = {}
-    actions = obj if isinstance(obj, list) else [obj]
-    kept = []
-    for i, act in enumerate(actions):
-        if not isinstance(act, dict) or act.get("action") not in DOCTOR_ACTIONS:
-            extra[str(i)] = act
-            continue
-        out: dict[str, Any] = {"action": act["action"]}
-        for slot, items in act.items():
-            if slot == "action":
-                continue
-            if slot not in SLOTS:
-                extra[f"{i}.{slot}"] = items
-                continue
-            good = []
-            for j, it in enumerate(items if isinstance(items, list) else [items]):
-                item = _keep_known(it, {"value", "checks"}, f"{i}.{slot}.{j}", extra)
-                if item is None or not isinstance(item.get("value"), str):
-                    if item is not None and not too_long(it.get("value")):  # (an over-long one is recorded)
-                        extra[f"{i}.{slot}.{j}"] = it
-                    continue
-                checks, written = [], item.get("checks") or []
-                if not isinstance(written, list):  # a check list that is not a list is set aside whole
-                    extra[f"{i}.{slot}.{j}.checks"] = written
-                    written = []
-                for k, chk in enumerate(written):
-                    chk = _keep_known(chk, {"type", "values"}, f"{i}.{slot}.{j}.checks.{k}", extra)
-                    if chk and chk.get("type") in SLOTS[slot].check_types:
-                        checks.append(chk)
-                    elif chk:
-                        extra[f"{i}.{slot}.{j}.checks.{k}"] = chk
-                if "checks" in item:
-                    item["checks"] = checks
-                good.append(item)
-            if good:
-                out[slot] = good
-        kept.append(out)
-    return Lenient(_strict_or_extra(parse_actions, kept, extra), bound_record(extra))
-
-
-def _strict_or_extra(parse: Callable[[list[Any]], list[Any]], kept: list[Any], extra: dict[str, Any]) -> list[Any]:
-    """Type errors that survive key filtering (a list where a string belongs) also go to ``extra``."""
-    result = []
-    for i, item in enumerate(kept):
-        try:
-            result.extend(parse([item]))
-        except CMASError as exc:
-            extra[f"{i}:{exc.path}"] = item
-    return result
-
-
 # --------------------------------------------------------------------------- status forms
 
 
@@ -570,143 +434,8 @@ def closing_reason(actions: list[dict[str, Any]], after_opening: bool) -> str | 
     return None
 
 
-# --------------------------------------------------------------------------- CMAS in words and groups
-# What prompts describe, what the questionnaire asks and what clinician notes label: one home with the schema.
-
-INTENT_DESCRIPTIONS: dict[str, str] = {
-    "inform": "The patient is providing information to the doctor.",
-    "chit-chat": "The speaker is chit-chatting.",
-    "nod_prompt_salutations": "The speaker is nodding or delivering salutations.",
-    "inquire": "The doctor is inquiring information from the patient.",
-    "diagnosis": "The doctor is making a diagnosis.",
-    "other": "Any other action.",
-}
-
-
-SLOT_DESCRIPTIONS: dict[str, str] = {
-    "symptom": "A symptom relevant to the patient's condition.",
-    "medical_history": "A medical condition relevant to the patient's medical history.",
-    "family_history": "A medical condition relevant to the patient's family.",
-    "habit": "An habitual activity such as smoking, alcoholism, etc.",
-    "exposure": "An environmental/chemical factor such as asbestos, pets, etc.",
-    "medication": "A medication.",
-    "medical_test": "A medical test.",
-    "disease": "A medical condition.",
-    "travel": "Information regarding the patient's recent travels.",
-    "occupation": "Information regarding the patient's occupation.",
-    "residence": "Information regarding patient's living conditions.",
-    "basic_information": "Basic information about the patient.",
-}
-
-
-_LAY = ["laying down", "sleeping"]
-
-
-_CHAR = ["sharp", "burning"]
-
-
-# (description, examples) per slot and attribute, after Appendix F; attributes the paper does not
-# describe get a generic description (see :func:`_attribute_entry`).
-ATTRIBUTE_DESCRIPTIONS: dict[str, dict[str, tuple[str, list[str] | None]]] = {
-    "symptom": {
-        "value": ("The symptom in medical terms.", ["coughing", "dyspnea"]),
-        "onset": ("When did this symptom appear?", ["three days ago", "one week back"]),
-        "initiation": ("How did this symptom appear?", ["abruptly", "gradually"]),
-        "location": ("Where is the symptom located?", ["back", "neck"]),
-        "duration": ("How long does the symptom persist?", ["a few minutes", "a few hours"]),
-        "severity": ("What is the severity of this symptom on a scale of 10?", ["4", "7"]),
-        "progression": ("How is the symptom's progression?", ["getting worse", "constant"]),
-        "frequency": ("Frequency, if applicable, to the symptom.", ["3-4 times a day", "every hour"]),
-        "positive_characteristics": ("A characteristic positively associated with the symptom.", _CHAR),
-        "negative_characteristics": ("A characteristic not associated with the symptom.", _CHAR),
-        "unknown_characteristics": ("A characteristic with unknown relation with the symptom.", _CHAR),
-        "alleviating_factor": ("A condition that alleviates the symptom.", _LAY),
-        "not_alleviating_factor": ("A condition that does not alleviate the symptom.", _LAY),
-        "aggravating_factor": ("A condition that aggravates the symptom.", _LAY),
-        "not_aggravating_factor": ("A condition that does not aggravate the symptom.", _LAY),
-        "not_alleviating_aggravating_factor": ("A condition that neither alleviates nor aggravates the symptom.", _LAY),
-        "unknown_factor": ("A condition with unknown alleviation/aggravation status.", _LAY),
-        "volume": ("Volume, if applicable to the symptom.", ["couple of teaspoons"]),
-        "color": ("Color, if applicable to the symptom.", ["pink", "red"]),
-        "itching": ("How severe is the itching on a scale of 10?", ["4", "7"]),
-        "lesion_size": ("Is the lesion (or are the lesions) larger than 1cm (Yes/No)?", None),
-        "lesions_peel_off": ("Do the lesions peel off (Yes/No)?", None),
-        "rash_swollen": ("Is the rash swollen (Yes/No)?", None),
-        "characteristics": ("Characteristics of the symptom (asked about as a group).", _CHAR),
-        "ana_factors": ("Alleviating or aggravating factors of the symptom (asked about as a group).", _LAY),
-    },
-    "medical_history": {
-        "value": ("Name of the medical condition.", ["hypertensive disease", "malignant neoplasm"]),
-        "starting": ("When did the patient start to experience the condition?", ["since teenage", "ten years ago"]),
-        "frequency": (
-            "How frequently does the patient experience the added condition?",
-            ["every year", "during summer"],
-        ),
-    },
-    "family_history": {
-        "value": ("Name of the medical condition.", ["hypertensive disease", "malignant neoplasm"]),
-        "relation": ("Relationship with the patient", ["mother", "aunt"]),
-    },
-    "habit": {
-        "value": ("Name of an activity.", ["smoking", "marijuana"]),
-        "starting": ("When did the patient pick up the activities?", ["ten years back", "as a child"]),
-        "frequency": ("How frequently does the patient engage in the selected activity?", ["on weekends", "every day"]),
-    },
-    "exposure": {
-        "value": ("Name of an environmental factor.", ["pets", "dust"]),
-        "where": ("Where was the patient exposed to the selected factor?", ["work", "home"]),
-        "when": ("When was the patient exposed to the selected factor?", ["four days ago"]),
-    },
-    "medication": {
-        "value": ("Name of a medication.", ["over-the-counter medicine", "paracetamol"]),
-        "start": ("Since when did the patient start taking the medication?", ["few weeks ago", "two days back"]),
-        "impact": ("Did the medication help the patient (Yes/No/Maybe)?", None),
-        "respone_to": ("For which condition/symptom is medication for?", ["hypertensive disease", "diabetes"]),
-        "frequency": ("How frequently does the patient take the medication?", ["daily"]),
-    },
-    "medical_test": {
-        "value": ("Name of a medical test.", ["chest X-ray", "electrocardiogram"]),
-        "when": ("When did the patient had the medical test done?", ["yesterday", "a week ago"]),
-    },
-    "disease": {"value": ("Name of the medical condition", ["viral pneumonia", "common cold"])},
-    "travel": {
-        "destination": ("Where has the patient travelled to?", ["canada", "united states"]),
-        "date": ("When did the patient travel?", ["last week", "a year ago"]),
-    },
-    "occupation": {
-        "value": ("Job/occupation of the patient.", ["nurse", "student"]),
-        "exposure": (
-            "Are there any hazards/substances/dangers to which the patient got exposed at work?",
-            ["chemical fumes", "dust"],
-        ),
-    },
-    "residence": {
-        "value": ("Place where the patient resides.", ["apartment", "old building"]),
-        "household_size": ("Size of the patient's household.", ["2", "4"]),
-    },
-    "basic_information": {
-        "age": ("Age of the patient.", ["32", "50"]),
-        "gender": ("Gender of the patient.", ["male", "female"]),
-        "name": ("Name of the patient.", ["John", "Lily"]),
-    },
-}
-
-
-# What each status means, per slot, after Appendix F (the paper's wording for the status attribute).
-STATUS_MEANINGS: dict[str, str] = {
-    "symptom": "the patient has the symptom currently",
-    "medical_history": "the patient experienced the medical condition",
-    "family_history": "someone in the patient's family suffered from the medical condition",
-    "habit": "the patient engages in the activity habitually",
-    "exposure": "the patient was exposed to the factor",
-    "medication": "the patient took the medicine",
-    "medical_test": "the patient took the test",
-    "disease": "the patient has the condition",
-    "travel": "the patient travelled recently",
-    "occupation": "the patient works/worked at the above occupation",
-    "residence": "the patient is currently living at the place",
-}
-
+# --------------------------------------------------------------------------- CMAS groups
+# Attribute groups that questions and answers share.
 
 OPEN_VALUES = frozenset({"other", "none", "all", "general", "any", ""})
 """Head values that name no concept but a group or nothing ("any other symptoms?", "none"): the one set the NLU,
@@ -734,17 +463,3 @@ BASIC_KEYS = ("name", "age", "gender", "sex")
 
 
 VALUE_SENSITIVE_CHECKS = frozenset({"location", "where"})
-
-
-SYMPTOM_ATTRS: tuple[tuple[str, str], ...] = (
-    ("onset", "onset:"), ("initiation", "came on"), ("location", "location:"), ("duration", "duration:"),
-    ("frequency", "frequency:"), ("positive_characteristics", "character:"),
-    ("negative_characteristics", "not"), ("unknown_characteristics", "unsure if"),
-    ("severity", "severity:"), ("progression", "progression:"),
-    ("aggravating_factor", "worse with"), ("alleviating_factor", "better with"),
-    ("not_aggravating_factor", "not worse with"), ("not_alleviating_factor", "not better with"),
-    ("not_alleviating_aggravating_factor", "no effect of"), ("unknown_factor", "unsure about"),
-    ("volume", "volume:"), ("color", "colour:"), ("itching", "itching:"), ("lesion_size", "lesion size:"),
-    ("lesions_peel_off", "lesions peel off:"), ("rash_swollen", "rash swollen:"),
-)
-

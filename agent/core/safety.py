@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from agent.core import cmas
+from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
 from agent.core.grounding import ground_frames
@@ -520,7 +520,7 @@ def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | 
     With ``vocab``, the frames must also be grounded (``agent.grounding``): a medical head value the vocabulary
     does not know is set aside, and with ``utterance`` so is a free-text value the patient did not say.
     """
-    lenient = cmas.parse_nlu_lenient(raw)
+    lenient = cmas_lenient.parse_nlu_lenient(raw)
     frames, rejected = cmas.parse_nlu(lenient.value), dict(lenient.extra)
     if vocab is not None:
         frames = cmas.parse_nlu(ground_frames(frames, utterance, vocab, rejected))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.core import cmas
+from agent.core import cmas, cmas_lenient
 from agent.core.data import Example
 from eval.metrics.matching import ExactMatcher, Matcher, candidate_pairs, count_matches, values_to_compare
 from eval.metrics.tuples import TupleSets, nlu_tuples, pol_tuples
@@ -73,8 +73,8 @@ def parse_prediction(task: str, prediction: Any) -> ParsedPrediction:
         prediction = [prediction]
     if not isinstance(prediction, list):
         return ParsedPrediction([], "format")
-    strict, lenient = (cmas.parse_nlu, cmas.parse_nlu_lenient) if task == "nlu" else (cmas.parse_actions,
-                                                                                       cmas.parse_actions_lenient)
+    strict, lenient = (cmas.parse_nlu, cmas_lenient.parse_nlu_lenient) if task == "nlu" else (cmas.parse_actions,
+                                                                                       cmas_lenient.parse_actions_lenient)
     try:
         return ParsedPrediction(strict(prediction), "ok")
     except cmas.CMASError:

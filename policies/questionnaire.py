@@ -7,7 +7,7 @@ found positive during the review of systems therefore gets its own history of
 presenting complaint next, as a clinician would do.
 
 With ``plans:`` configured (issue 18), a chief complaint that selects a presentation plan
-(``policies.presentations.choose_plan``) orders the interview instead of the review of systems:
+(``policies.plan_choice.choose_plan``) orders the interview instead of the review of systems:
 the complaint's first checks (to its onset), the plan's red-flag screen, the rest of the
 characterisation, the associated groups, the risk factors, then the configured sections.
 """
@@ -393,11 +393,11 @@ class QuestionnairePolicy:
         return list(dict.fromkeys(out))
 
     def plan_for(self, ctx: TurnContext) -> Plan | None:
-        """The presentation plan the state calls for (``policies.presentations.choose_plan``), None without plans."""
+        """The presentation plan the state calls for (``policies.plan_choice.choose_plan``), None without plans."""
         if not self.config.plans:
             return None
         from agent.core.safety import check_red_flags, level_rank
-        from policies.presentations import choose_plan
+        from policies.plan_choice import choose_plan
 
         flags = sorted(check_red_flags(ctx.state), key=lambda f: level_rank(f.level))
         return choose_plan(ctx.state, self.config.plans, chief_complaint=self.chief_complaint(ctx),

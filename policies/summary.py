@@ -28,7 +28,8 @@ from typing import Any
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.safety import level_rank
-from policies.presentations import Consideration, Plan, PlanItem, choose_plan
+from policies.plan_choice import choose_plan
+from policies.presentations import Consideration, Plan, PlanItem
 
 FOR_THE_CLINICIAN = ("For the clinician only: considerations from the presentation plan, ranked by the facts heard "
                      "in this interview. They are prompts for your assessment, not a diagnosis, and were never said "
@@ -190,7 +191,7 @@ def clinician_summary(state: dict, plans: Mapping[str, Plan], used: Sequence[str
 
     ``used``: the plan ids the interview followed, in order (the questionnaire policy records each turn's plan); the
     first is the presentation. Without any (another policy, or plans off), the plan the state calls for
-    (:func:`policies.presentations.choose_plan`) stands in, and ``presentation.inferred`` says so. ``red_flags``: the
+    (:func:`policies.plan_choice.choose_plan`) stands in, and ``presentation.inferred`` says so. ``red_flags``: the
     flags raised in the session (``InterviewState.red_flags``)."""
     vocab = vocab or default_vocabulary()
     followed = plans_of(used, plans)

@@ -14,7 +14,8 @@ from policy_driver import ctx_of, run_interview
 from agent.core import cmas
 from agent.core.ontology import find_item
 from agent.core.tracker import update_state
-from policies.presentations import DEFAULT_DIR, choose_plan, default_plans
+from policies.plan_choice import choose_plan
+from policies.presentations import DEFAULT_DIR, default_plans
 from policies.questionnaire import QuestionnaireConfigError, QuestionnairePolicy, load_questionnaire_config
 from policies.questions import Question, answered, questions_of, to_actions
 from policies.template_nlg import TemplateNLG

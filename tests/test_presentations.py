@@ -13,7 +13,8 @@ from agent.core import cmas
 from agent.core.ontology import default_vocabulary
 from agent.core.safety import default_rules
 from eval.runs.cases import PRESENTATIONS
-from policies.presentations import DEFAULT_DIR, MAX_GROUP, PlanError, choose_plan, load_plan, load_plans
+from policies.plan_choice import choose_plan
+from policies.presentations import DEFAULT_DIR, MAX_GROUP, PlanError, load_plan, load_plans
 
 IDS = {"cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache", "weakness_numbness",
        "abdominal_pain", "gi_bleeding", "vomiting_diarrhoea", "back_pain", "joint_pain", "urinary", "fever",

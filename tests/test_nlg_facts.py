@@ -1,4 +1,5 @@
-"""The fact-level NLG score (eval/metrics/nlg_facts.py): facts, the doctor-utterance reader, scoring, validation.
+"""The fact-level NLG score (eval/metrics/nlg_facts.py): facts, the doctor-utterance reader it scores with
+(policies/nlu/doctor_reader.py), scoring, validation.
 
 Expected values are computed by hand from the fact definition; the validation test asserts the property the score
 must have (own action above another turn's, right utterance above a wrong one), with thresholds a margin below what
@@ -13,13 +14,13 @@ from agent.core.data import Example, load_dialogues, nlg_examples
 from eval.metrics.matching import ExactMatcher, Matcher
 from eval.metrics.nlg_facts import (
     action_facts,
-    default_reader,
     score_nlg_facts,
     text_facts,
     turn_fact_counts,
     turn_fact_f1,
     validate,
 )
+from policies.nlu.doctor_reader import default_reader
 
 COUGH_ONSET = [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
 

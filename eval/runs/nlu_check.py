@@ -13,11 +13,11 @@ Measures, per slice:
     least :data:`OPENING_MIN_WORDS` words (a greeting such as "Hi." or "Yes." is not one; a transcript where the
     patient speaks first counts that turn), yields at least one positive symptom or positive medical history item.
 (b) **closed answers**: for every doctor turn that is a closed question about a named concept (read by the
-    project's doctor-utterance reader, ``eval.nlg_facts.FactReader``: an ``inquire`` action with at least one
-    medical item whose value is not open, ``agent.cmas.OPEN_VALUES``; and the text reads as a yes/no question, see
-    :func:`reads_yes_no`), the share of the patient's next turns whose frames hold an item about an asked concept
-    (same slot type, the same concept by ``Vocabulary.same``). ``--sample-out`` writes a seeded random sample of
-    :data:`SAMPLE_SIZE` answers that did, for a human to judge precision.
+    project's doctor-utterance reader, ``policies.nlu.doctor_reader.FactReader``: an ``inquire`` action with at
+    least one medical item whose value is not open, ``agent.cmas.OPEN_VALUES``; and the text reads as a yes/no
+    question, see :func:`reads_yes_no`), the share of the patient's next turns whose frames hold an item about an
+    asked concept (same slot type, the same concept by ``Vocabulary.same``). ``--sample-out`` writes a seeded random
+    sample of :data:`SAMPLE_SIZE` answers that did, for a human to judge precision.
 (c) **red flags** per 1,000 patient turns: ``agent.safety.check_text_flags`` on every patient turn, overall, per
     rule id and per level; ``--flags-out`` writes every raised flag (for a human to read a random 50).
 (d) **second stage**: share of frame items whose value or status came from the clinical NLU's second recognition
@@ -232,7 +232,7 @@ class Checker:
 
     def __init__(self, nlu: Any):
         from agent.core.ontology import default_vocabulary
-        from eval.metrics.nlg_facts import default_reader
+        from policies.nlu.doctor_reader import default_reader
 
         self.nlu = nlu
         self.reader = default_reader()

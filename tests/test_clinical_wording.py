@@ -133,3 +133,50 @@ def test_no_fact_is_invented_from_nearby_words(store, said, not_value):
     values = [str(i.get("value")) for items in session.state().patient_state.values() if isinstance(items, list)
               for i in items if isinstance(i, dict)]
     assert not [v for v in values if not_value in v], values
+
+
+# ------------------------------------------------------------------ answers, sites and glossed cues (issue 17)
+
+@pytest.fixture(scope="module")
+def nlu():
+    from policies.nlu.clinical import ClinicalNLU
+
+    return ClinicalNLU()
+
+
+def _slots(nlu, said: str, asked: list[str] = (), state: dict | None = None) -> dict:
+    actions = [{"action": "inquire", "symptom": [{"value": v} for v in asked]}] if asked else []
+    frames = nlu.read(said, actions, state or {}).frames
+    return {name: {it["value"] for it in items} for f in frames for name, items in (f.get("slots") or {}).items()}
+
+
+@pytest.mark.parametrize(("asked", "said", "denied", "kept_open"), [
+    (["hemoptysis", "wheezing"], "No temperature, but I've had a runny nose all week.", {"fever"},
+     {"hemoptysis", "wheezing"}),
+    (["nausea", "vomiting"], "No headaches, though my tummy rumbles a lot.", {"headache"}, {"nausea", "vomiting"}),
+])
+def test_a_no_that_names_something_else_answers_none_of_the_asked_items(nlu, asked, said, denied, kept_open):
+    slots = _slots(nlu, said, asked)
+    negative = slots.get("negative_symptom", set())
+    assert denied <= negative and not (kept_open & negative), slots
+
+
+def test_a_plain_no_still_answers_every_asked_item(nlu):
+    slots = _slots(nlu, "No, none of those.", ["hemoptysis", "wheezing"])
+    assert {"hemoptysis", "wheezing"} <= slots.get("negative_symptom", set()), slots
+
+
+def test_a_pain_at_the_ribs_is_chest_pain_as_meditod_names_it(nlu):
+    slots = _slots(nlu, "There's a twinge round my rib cage whenever I take a big breath.")
+    assert "chest pain" in slots.get("positive_symptom", set()), slots
+    assert "pain" not in slots.get("positive_symptom", set())
+
+
+def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):
+    slots = _slots(nlu, "It seems to be quite dry really.", state={"positive_symptom": [{"value": "coughing"}]})
+    assert not slots.get("positive_symptom"), slots
+
+
+def test_a_glossed_inability_is_the_complaint_not_its_denial(nlu):
+    slots = _slots(nlu, "These days I just cannot sleep.")
+    assert "insomnia" in slots.get("positive_symptom", set()) and not slots.get("negative_symptom"), slots

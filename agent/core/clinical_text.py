@@ -201,7 +201,10 @@ _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose
               "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
               "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",
               "ate": "eat", "eaten": "eat", "slept": "sleep", "kept": "keep", "began": "begin", "begun": "begin",
-              "sweated": "sweat", "shook": "shake", "shaken": "shake", "passes": "pass", "passed": "pass"}
+              "sweated": "sweat", "shook": "shake", "shaken": "shake", "passes": "pass", "passed": "pass",
+              # derived words whose meaning left the root's: sleepy (drowsy) is not sleep, bloody (British "very")
+              # not blood, and "I can't sleep" is no drowsiness
+              "sleepy": "sleepy", "bloody": "bloody"}
 
 
 def word_stem(word: str) -> str:

@@ -53,6 +53,10 @@ _ELSEWHERE = re.compile(r"\b(?:not (?:there|here|in (?:that|this|the same) (?:sp
 """A reply that puts the asked symptom somewhere else ("not there, but I've an ache in my tummy"): the asked place is
 not where it is."""
 
+_NO_NAMING = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*no\s+(?:[\w'-]+\s+){0,2}$", re.I)
+"""What comes before a mention that a "no" determines ("No cough", "No real headaches"): "no" as the determiner of
+what the reply names, not the answer "No, ..." (a comma or a pronoun after it is an answer: "No, I ...")."""
+
 
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
@@ -87,6 +91,8 @@ class AnswerReader:
         if not asked:
             return
         polarity = self.polarity(text)
+        if polarity == "deny" and self.no_determines(mentions):
+            polarity = None
         said = {(m.base, m.value) for m in mentions}
         status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
         named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
@@ -118,25 +124,7 @@ class AnswerReader:
                     if v == value and name.endswith(base) and not self.elsewhere(item, checks, text):
                         self.check_values(item, checks, base)
                 continue
-            if named:
-                continue  # "Yeah, I've had a fever" to "fever or chills?" says nothing about chills
-            if polarity == "affirm" and any(
-                m.status == "positive"
-                and (m.base == "symptom" or (cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text)))
-                for m in mentions
-            ):
-                # "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is
-                # about what they named (a symptom; or a habit, a medicine, a condition unless the reply points
-                # back at the question: "sometimes I've noticed it, like with my asthma")
-                continue
-            if (
-                polarity == "deny"
-                and not _ANSWER_WORD.match(text)
-                and not _REFERS_BACK.search(text)
-                and any(cmas.SLOTS[m.base].medical for m in mentions)
-            ):
-                # "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it
-                # names, not a "no" to the question
+            if named or self.says_something_else(text, polarity, mentions):
                 continue
             known = state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
@@ -168,6 +156,30 @@ class AnswerReader:
             if base == "medical_test":
                 item_status = TEST_STATUS.get(item_status, item_status)
             self.answer_checks(frame, base, value, checks, sents, item_status, polarity, topic, busy=busy)
+
+    @staticmethod
+    def says_something_else(text: str, polarity: str | None, mentions: list[Mention]) -> bool:
+        """Whether a reply that names none of the asked items is a statement about what it does name, so it answers
+        none of them.
+
+        - "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is about what
+          they named (a symptom; or a habit, a medicine, a condition unless the reply points back at the question:
+          "sometimes I've noticed it, like with my asthma");
+        - "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it names.
+        """
+        if polarity == "affirm":
+            return any(m.status == "positive" and (m.base == "symptom" or (
+                cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions)
+        return (polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text)
+                and any(cmas.SLOTS[m.base].medical for m in mentions))
+
+    @staticmethod
+    def no_determines(mentions: list[Mention]) -> bool:
+        """Whether the reply's opening "no" is the determiner of what it names ("No cough, but I get a sharp pain
+        when I breathe" to "any chest pain or swollen legs?"): then it is no "No" to the question, and the asked
+        items take only what the rest of the reply says of them."""
+        return any(m.sent == 0 and m.status == "negative" and m.char_start >= 0
+                   and _NO_NAMING.match(m.sentence[:m.char_start]) for m in mentions)
 
     def _elsewhere(self, sents: list[str], checks: list[dict]) -> set[int]:
         """Sentences about another part of the body than the question ("Have you had a fever?" - "My knees have

@@ -15,12 +15,13 @@ what this stage added is reported (``ClinicalNLU.read``) so its share can be mea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+from spacy.lang.en.stop_words import STOP_WORDS
 
-from agent.core.clinical_text import ClauseReader, default_clause_reader, word_stem
+from agent.core.clinical_text import Clause, ClauseReader, default_clause_reader, word_stem
 from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import Vocabulary
 from agent.core.semantic import Encoder, default_encoder
@@ -37,6 +38,16 @@ _GRAVE = frozenset(word_stem(w) for w in """cancer cancers carcinoma malignant m
 leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thrombosis dementia cirrhosis
 aneurysm""".split())
 _WORD = re.compile(r"[a-z]+")
+MIN_CONTENT_WORDS = 2
+
+
+def says_enough(clause: str) -> bool:
+    """Whether a clause carries enough words of its own to name a concept by meaning: at least
+    :data:`MIN_CONTENT_WORDS` words that are not stop words. A clause of one word besides "it seems to be just" is a
+    remark about what the conversation is already about ("it seems to be just dry" of a cough), and the encoder,
+    given one word, finds the nearest concept with that word in it (dry skin). What the lexicon knows in one word
+    ("dizzy") it finds itself."""
+    return sum(w not in STOP_WORDS for w in _WORD.findall(clause.lower().replace("'", ""))) >= MIN_CONTENT_WORDS
 
 
 def names_the_condition(clause: str, reference: str) -> bool:
@@ -110,6 +121,15 @@ class ConceptMatcher:
         rows += [(v, v) for v in dict.fromkeys(v for v, _ in rows)]
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
+    def _reread(self, clause: Clause, plain: str) -> Clause:
+        """The clause with the ConText reading of its glossed words: a glossary phrase that contains a cue word
+        ("can't sleep", "not able to hold my water") names a complaint, so its "can't" denies nothing; other cues
+        ("no", "my mum") stay in the glossed text and still count."""
+        again = self.clauses.clauses(plain)
+        if not again:
+            return clause
+        return replace(clause, negated=any(c.negated for c in again), uncertain=any(c.uncertain for c in again))
+
     def _accepts(self, sim: float, margin: float) -> bool:
         """Near enough, and nearer this concept than any other: at the threshold with the margin, or a little
         below it when no other concept comes close (every near reference names the one concept)."""
@@ -122,14 +142,17 @@ class ConceptMatcher:
         (``agent.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
         named_l = [n.lower() for n in named if n.strip()]
         clauses = [
-            c for c in self.clauses.clauses(text) if not c.historical and not any(n in c.text.lower() for n in named_l)
+            c for c in self.clauses.clauses(text)
+            if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
         ]
         if not clauses:
             return []
         texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone
         for ci, c in enumerate(clauses):
             plain, put = glossed(c.text)
-            for t in [plain, *(p for p in put if p in self._complaints)]:
+            if put:  # the glossary's words may have taken the cue with them: "I cannot sleep" is "I insomnia"
+                clauses[ci] = self._reread(c, plain)
+            for t in [plain, *(p for p in put if p in self._complaints or self.vocab.known("symptom", p))]:
                 texts.append(t)
                 owner.append(ci)
         emb = (self.encoder or default_encoder()).embed(texts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent.core.ontology import Vocabulary
+from agent.core.ontology import SITE_VALUES, Vocabulary
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
@@ -97,6 +97,23 @@ class DetailReader:
                 last_symptoms = symptoms
             for m in here:
                 self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
+
+    @staticmethod
+    def name_sited_pain(frame: Frame) -> None:
+        """A pain placed at a site MediTOD names as a value of its own is that value (``pain`` in the chest ->
+        ``chest pain``, :data:`agent.core.ontology.SITE_VALUES`); its other places stay its locations (where it
+        spreads)."""
+        for (name, value), item in list(frame.items.items()):
+            places = item.get("location") or []
+            site = next((s for s in places if s in SITE_VALUES), None) if value == "pain" else None
+            if site is None:
+                continue
+            renamed = frame.rename(name, value, SITE_VALUES[site])
+            rest = [p for p in places if p != site]
+            if rest:
+                renamed["location"] = rest
+            else:
+                renamed.pop("location", None)
 
     def _other_attributes(
         self, frame: Frame, m: Mention, here: list[Mention], clause: str, sentence: str, asked_checks: set[str]

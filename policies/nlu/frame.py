@@ -46,6 +46,15 @@ class Frame:
                 return it
         return self.items.setdefault((name, value), {"value": value})
 
+    def rename(self, name: str, old: str, new: str) -> dict:
+        """Give the item ``(name, old)`` the value ``new``, merged into an item already under that value."""
+        item = self.items.pop((name, old))
+        target = self.items.setdefault((name, new), {"value": new})
+        for k, v in item.items():
+            if k != "value":
+                set_attr(target, k, v)
+        return target
+
     def record(self, base: str) -> dict:
         return self.records.setdefault(base, {})
 

@@ -102,9 +102,13 @@ def postgres_url():
             pytest.fail("PostgreSQL is not installed; .ci/install.sh --test should have installed it")
         pytest.skip("PostgreSQL is not installed (bash .ci/install.sh --test installs it)")
     script = Path(__file__).resolve().parent.parent / ".ci" / "postgres.sh"
+    port = os.environ.get("MEDHX_PG_PORT", "18550")
+    # a cluster already running (a benchmark, another test session) is someone else's: use it, leave it running
+    running = Path(os.environ.get("MEDHX_PG_DIR", f"/tmp/medhx-pg-{port}"), "postmaster.pid").exists()
     out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True)
     yield out.stdout.strip().splitlines()[-1]
-    subprocess.run(["bash", str(script), "stop"], capture_output=True, text=True)
+    if not running:
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

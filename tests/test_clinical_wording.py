@@ -180,3 +180,28 @@ def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):
 def test_a_glossed_inability_is_the_complaint_not_its_denial(nlu):
     slots = _slots(nlu, "These days I just cannot sleep.")
     assert "insomnia" in slots.get("positive_symptom", set()) and not slots.get("negative_symptom"), slots
+
+
+def test_a_ness_noun_meets_its_adjective():
+    assert word_stem("drowsiness") == word_stem("drowsy") and word_stem("numbness") == word_stem("numb")
+    assert word_stem("sleepy") != word_stem("sleep")  # a derived word whose meaning left its root's
+
+
+def test_the_words_that_tie_a_clause_to_its_neighbour_do_not_hide_what_it_says(nlu):
+    slots = _slots(nlu, "My ankle is swollen and I've been really fighting to get my breath with it.")
+    assert "dyspnea" in slots.get("positive_symptom", set()), slots
+
+
+def test_a_concept_of_another_body_part_is_not_taken_by_meaning(nlu):
+    slots = _slots(nlu, "The scratch on my arm has gone red and warm right up to my elbow.")
+    assert not any("eye" in v for v in slots.get("positive_symptom", set())), slots
+
+
+def test_a_clause_about_what_was_just_named_names_nothing_new(nlu):
+    slots = _slots(nlu, "I keep bringing up phlegm, and it's a sort of greenish colour most mornings.")
+    assert "jaundice" not in slots.get("positive_symptom", set()), slots
+
+
+def test_fear_of_dying_in_a_panic_is_not_taken_for_suicidal_ideation_by_meaning(nlu):
+    slots = _slots(nlu, "When these turns come on my chest pounds and I honestly believe I'm about to die.")
+    assert "suicidal ideation" not in slots.get("positive_symptom", set()), slots

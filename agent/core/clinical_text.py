@@ -208,7 +208,8 @@ _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose
 
 
 def word_stem(word: str) -> str:
-    """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"): enough
+    """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"; a "-ness"
+    noun meets its adjective: "drowsiness" -> "drows" as "drowsy"): enough
     to let a lexicon phrase match its inflections. Short words are left alone, so no two everyday words of four
     letters or fewer meet."""
     w = word.lower()
@@ -218,6 +219,10 @@ def word_stem(word: str) -> str:
         return w
     if len(w) <= 4:
         return w[:-1] if len(w) == 4 and w.endswith("e") else w  # "race" meets "races"; "fits" stays
+    if w.endswith("iness") and len(w) > 7:  # "drowsiness" meets "drowsy", "dizziness" "dizzy"
+        return word_stem(w[:-5] + "y")
+    if w.endswith("ness") and len(w) > 7:  # "numbness" meets "numb", "tiredness" "tired"
+        return word_stem(w[:-4])
     if w.endswith(("ies", "ied")):
         w = w[:-3] + "y"
     elif w.endswith("ing") and len(w) > 5:

@@ -218,9 +218,20 @@ def measure(workers: Workers, reader: SessionStore, plans: list[ClientPlan], des
 
 
 def run(cfg: LoadBenchConfig, progress: bool = True) -> dict:
+    """Every configured run; the report (JSON, table, plot) is rewritten after each one, marked ``complete: false``
+    until the last: a long run that fails late (a store that goes away) keeps the levels it finished."""
     agent_cfg = load_agent_config(cfg.agent)
-    clinic: list[dict] = []
-    stress: list[dict] = []
+    report: dict = {"config": json.loads(cfg.model_dump_json()),
+                    "agent": {role: agent_cfg.get(role, {}).get("kind") for role in ("nlu", "policy", "nlg")},
+                    "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                                "model_threads_per_process": int(os.environ.get(THREADS_ENV) or 1)},
+                    "clinic": [], "stress": [], "complete": False}
+
+    def done(kind: str, result: dict) -> None:
+        report[kind].append(result)
+        report["ok"] = all(r["ok"] for r in report["clinic"] + report["stress"])
+        write_outputs(report, Path(cfg.output_dir))
+
     for store in cfg.stores:
         for processes in cfg.processes:
             with on_store(agent_cfg, store, processes, cfg, progress) as (workers, reader):
@@ -231,17 +242,14 @@ def run(cfg: LoadBenchConfig, progress: bool = True) -> dict:
                     desc = f"clinic {store} x{processes} {level} at once"
                     run_ = measure(workers, reader, clinic_plans(cfg, level), desc, c.ramp_s + c.window_s, True,
                                    (c.ramp_s, c.ramp_s + c.window_s))
-                    clinic.append({"mode": "clinic", **head, "concurrency": level, **run_})
+                    done("clinic", {"mode": "clinic", **head, "concurrency": level, **run_})
                 if cfg.stress:
                     s = cfg.stress
                     desc = f"stress {store} x{processes} {s.interviews} at once"
                     run_ = measure(workers, reader, stress_plans(cfg), desc, s.interviews * s.turns, False, None)
-                    stress.append({"mode": "stress", **head, "concurrency": s.interviews, **run_})
-    report = {"config": json.loads(cfg.model_dump_json()),
-              "agent": {role: agent_cfg.get(role, {}).get("kind") for role in ("nlu", "policy", "nlg")},
-              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                          "model_threads_per_process": int(os.environ.get(THREADS_ENV) or 1)},
-              "clinic": clinic, "stress": stress, "ok": all(r["ok"] for r in clinic + stress)}
+                    done("stress", {"mode": "stress", **head, "concurrency": s.interviews, **run_})
+    report["complete"] = True
+    report["ok"] = all(r["ok"] for r in report["clinic"] + report["stress"])
     write_outputs(report, Path(cfg.output_dir))
     return report
 

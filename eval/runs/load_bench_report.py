@@ -64,6 +64,8 @@ def markdown(report: dict) -> str:
     machine = report["machine"]
     text = [f"# Load benchmark\n\nAgent: {agent} ({report['config']['agent']}); {machine['cpu_count']} cores, "
             f"{machine['model_threads_per_process']} model thread(s) per process.\n"]
+    if not report.get("complete", True):
+        text.append("\n**Partial**: the runs finished so far; the rest did not run (yet).\n")
     if report["clinic"]:
         c = report["config"]["clinic"]
         text += [f"\n## Clinic pace\n\n{c['turns']}-turn interviews, think {c['think_s'][0]:g}-{c['think_s'][1]:g} s "

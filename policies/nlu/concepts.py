@@ -24,7 +24,9 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from agent.core.clinical_text import Clause, ClauseReader, default_clause_reader, word_stem
 from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import Vocabulary
+from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
+from policies.nlu.attributes import phrase_hits
 from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64
@@ -39,6 +41,17 @@ leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thr
 aneurysm""".split())
 _WORD = re.compile(r"[a-z]+")
 MIN_CONTENT_WORDS = 2
+_EDGE_START = re.compile(r"^(?:\s*(?:and|but|so|or|then|also|plus|because|cos|as)\b[\s,]*)+", re.I)
+_EDGE_END = re.compile(r"(?:\s+(?:with it|with that|as well|too|though|at all|either|and all|or anything|or something|"
+                       r"really|like))+\W*$|\W+$", re.I)
+_ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b", re.I)
+
+
+def core(clause: str) -> str:
+    """A clause without the words at its edges that tie it to its neighbours ("and ... with it."): they carry no
+    meaning of their own and pull the encoder away from what the clause says (0.71 -> 0.61 from "struggle to
+    breathe" for "and I'm really struggling to get my breath with it.")."""
+    return _EDGE_END.sub("", _EDGE_START.sub("", clause)).strip() or clause
 
 
 def says_enough(clause: str) -> bool:
@@ -130,6 +143,35 @@ class ConceptMatcher:
             return clause
         return replace(clause, negated=any(c.negated for c in again), uncertain=any(c.uncertain for c in again))
 
+    @cached_property
+    def _grave(self) -> frozenset[str]:
+        """The symptoms of the red-flag rules that read the patient's words as their evidence, where a hedge keeps
+        the level (suicidal ideation, self-harm, harm to others): this stage leaves them to the red-flag screen,
+        which compares the words with each rule's descriptions *and* with the ordinary complaints that resemble
+        them ("I'm convinced I'm going to die" in a panic attack is fear, not a wish to die). Nearness to a name
+        alone is no ground for such an item in the state."""
+        wanted = {v for rule in default_rules().rules if rule.hedge_keeps_level
+                  for c in (*rule.all_of, *rule.any_of) if c.slot == "symptom" for v in c.values}
+        return frozenset(v for v, _ in self.references[0] if any(self.vocab.same("symptom", v, g) for g in wanted))
+
+    @staticmethod
+    def _describes_antecedent(clause: str, text: str, named: list[str]) -> bool:
+        """Whether a clause opening with "it"/"they"/"that" follows a concept the lexicon found earlier in the turn:
+        then it describes that concept ("... the sputum, and it's usually white or yellowish in colour"), it does
+        not name a new one (jaundice)."""
+        if not _ANAPHOR.match(core(clause)):
+            return False
+        before = text.lower()[:max(text.find(clause), 0)]
+        return any(n in before for n in named)
+
+    def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
+        """Whether the concept belongs to a part of the body the clause does not name while it names another ("the
+        cut on my leg has gone red and hot up to my knee" is not eye redness): the words matched by meaning are
+        the same, the place is not."""
+        said = set(phrase_hits(clause.lower(), self.lexicon.locations))
+        named = set(phrase_hits(f"{value} {reference}".lower(), self.lexicon.locations))
+        return bool(said and named and not said & named)
+
     def _accepts(self, sim: float, margin: float) -> bool:
         """Near enough, and nearer this concept than any other: at the threshold with the margin, or a little
         below it when no other concept comes close (every near reference names the one concept)."""
@@ -144,6 +186,7 @@ class ConceptMatcher:
         clauses = [
             c for c in self.clauses.clauses(text)
             if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
+            and not self._describes_antecedent(c.text, text, named_l)
         ]
         if not clauses:
             return []
@@ -152,7 +195,9 @@ class ConceptMatcher:
             plain, put = glossed(c.text)
             if put:  # the glossary's words may have taken the cue with them: "I cannot sleep" is "I insomnia"
                 clauses[ci] = self._reread(c, plain)
-            for t in [plain, *(p for p in put if p in self._complaints or self.vocab.known("symptom", p))]:
+            plain = core(plain)
+            alone = [p for p in put if p in self._complaints or self.vocab.known("symptom", p)]
+            for t in [plain, *alone]:
                 texts.append(t)
                 owner.append(ci)
         emb = (self.encoder or default_encoder()).embed(texts)
@@ -170,6 +215,8 @@ class ConceptMatcher:
                 if not self._accepts(sim, sim - runner_up):
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
+                    continue
+                if kind == "symptom" and (self._elsewhere(clause.text, value, refs[best][1]) or value in self._grave):
                     continue
                 status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"

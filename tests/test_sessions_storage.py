@@ -284,3 +284,30 @@ def test_purge_can_keep_the_space(tmp_path):
                   "--no-reclaim")
     assert r.returncode == 0 and "deleted 2 session" in r.stderr and "bytes" not in r.stderr, r.stderr
     assert path.stat().st_size >= before
+
+
+def test_the_command_line_writes_the_access_log(tmp_path):
+    """``medhx sessions show/export/delete/purge`` record who did what, as the console does; the owner reads it."""
+    import getpass
+
+    from agent.app.access_log import AccessLog
+
+    cfg = gold_config(tmp_path / "store")
+    with SessionStore(cfg) as store:
+        kept = store.start("kept-1", owner="dr_a")
+        kept.send(LINES[0])
+        gone = store.start("gone-1", owner="dr_a")
+        gone.send(LINES[0])
+        store.checkpoints.touch(gone.id, "2020-01-01T00:00:00.000+00:00")
+        dropped = store.start("dropped-1", owner="dr_a")
+    conf = str(write_config(tmp_path / "c.yaml", cfg))
+    for args in (("show", "kept-1"), ("export", "kept-1", "--format", "note"), ("delete", dropped.id)):
+        r = run_medhx("sessions", "--config", conf, *args)
+        assert r.returncode == 0, r.stderr
+    _purge(cfg, tmp_path)
+    with SessionStore(cfg) as store:
+        entries = AccessLog(store.checkpoints).entries("dr_a")
+    got = [(e.session_id, e.action, e.detail) for e in entries]
+    assert got == [("kept-1", "opened", "cli"), ("kept-1", "exported", "note"), ("dropped-1", "deleted", "cli"),
+                   ("gone-1", "deleted", "purge")], got
+    assert {e.actor for e in entries} == {f"cli:{getpass.getuser()}"}

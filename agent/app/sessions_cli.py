@@ -3,17 +3,21 @@
 ``purge`` deletes idle sessions and then gives their space back (a deleted row only frees pages inside the store):
 SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL`` (:meth:`agent.app.checkpoints.CheckpointStore.reclaim`).
 ``compact`` brings sessions stored before the transcript table (a checkpoint per node, each with the whole
-transcript) to today's layout, and gives the space back the same way."""
+transcript) to today's layout, and gives the space back the same way. ``show``, ``export``, ``delete`` and
+``purge`` write the access log the console keeps (actor ``cli:<login>``), so the owner sees who read or removed an
+interview from the command line too."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from agent.app.access_log import AccessLog
 from agent.app.export import export_session
 from agent.app.graph_state import InterviewState
 from agent.app.sessions import Session, SessionBusy, SessionNotFound, SessionStore
@@ -72,6 +76,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         st = _read(store, args.session_id)
+        _log(store, st.session_id, st.owner, "opened", "cli")
         if args.json:
             print(json.dumps(st.model_dump(mode="json"), indent=2))
             return 0
@@ -92,9 +97,23 @@ def _read(store: SessionStore, session_id: str) -> InterviewState:
     return Session(store, session_id).state()
 
 
+def operator() -> str:
+    """Who acts from the command line, as the access log names them: ``cli:<login>`` (the operating-system user;
+    a console clinician is named by their console login, so the two cannot be confused)."""
+    return f"cli:{getpass.getuser()}"
+
+
+def _log(store: SessionStore, session_id: str, owner: str | None, action: str, detail: str = "") -> None:
+    """What the command line did with an interview goes into the same access log the console keeps (its owner
+    sees it there): opened (show), exported, deleted (delete, purge)."""
+    AccessLog(store.checkpoints).record(session_id, owner, operator(), action, detail=detail)
+
+
 def _cmd_delete(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        owner = _read(store, args.session_id).owner
         store.delete(args.session_id)
+        _log(store, args.session_id, owner, "deleted", "cli")
         print(f"deleted {args.session_id}", file=sys.stderr)
     return 0
 
@@ -108,6 +127,7 @@ def _cmd_purge(args: argparse.Namespace) -> int:
         for info in old:
             if not args.dry_run:
                 store.delete(info.session_id)
+                _log(store, info.session_id, info.owner, "deleted", "purge")
             print(json.dumps({"session_id": info.session_id, "updated_at": info.updated_at,
                               "deleted": not args.dry_run}))
         print(f"{'would delete' if args.dry_run else 'deleted'} {len(old)} session(s) idle for more than "
@@ -140,6 +160,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     with _store(args) as store:
         st = _read(store, args.session_id)
+        _log(store, st.session_id, st.owner, "exported", args.format)
     text = export_session(st, args.format)
     if args.out:
         Path(args.out).write_text(text)

@@ -207,6 +207,19 @@ _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose
               "sleepy": "sleepy", "bloody": "bloody"}
 
 
+_EDGE_START = re.compile(r"^(?:\s*(?:and|but|so|or|then|also|plus|because|cos|as)\b[\s,]*)+", re.I)
+_EDGE_END = re.compile(r"(?:\s+(?:with it|with that|as well|too|though|at all|either|and all|or anything|or something|"
+                       r"really|like))+\W*$|\W+$", re.I)
+
+
+def clause_core(clause: str) -> str:
+    """A clause without the words at its edges that tie it to its neighbours ("and ... with it."): they carry no
+    meaning of their own and pull the encoder away from what the clause says (0.71 -> 0.61 from "struggle to
+    breathe" for "and I'm really struggling to get my breath with it."). The NLU's second stage and the red-flag
+    screen compare this by meaning."""
+    return _EDGE_END.sub("", _EDGE_START.sub("", clause)).strip() or clause
+
+
 def word_stem(word: str) -> str:
     """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"; a "-ness"
     noun meets its adjective: "drowsiness" -> "drows" as "drowsy"): enough

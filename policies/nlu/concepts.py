@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from agent.core.clinical_text import Clause, ClauseReader, default_clause_reader, word_stem
+from agent.core.clinical_text import Clause, ClauseReader, clause_core, default_clause_reader, word_stem
 from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import Vocabulary
 from agent.core.safety import default_rules
@@ -41,17 +41,7 @@ leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thr
 aneurysm""".split())
 _WORD = re.compile(r"[a-z]+")
 MIN_CONTENT_WORDS = 2
-_EDGE_START = re.compile(r"^(?:\s*(?:and|but|so|or|then|also|plus|because|cos|as)\b[\s,]*)+", re.I)
-_EDGE_END = re.compile(r"(?:\s+(?:with it|with that|as well|too|though|at all|either|and all|or anything|or something|"
-                       r"really|like))+\W*$|\W+$", re.I)
 _ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b", re.I)
-
-
-def core(clause: str) -> str:
-    """A clause without the words at its edges that tie it to its neighbours ("and ... with it."): they carry no
-    meaning of their own and pull the encoder away from what the clause says (0.71 -> 0.61 from "struggle to
-    breathe" for "and I'm really struggling to get my breath with it.")."""
-    return _EDGE_END.sub("", _EDGE_START.sub("", clause)).strip() or clause
 
 
 def says_enough(clause: str) -> bool:
@@ -159,7 +149,7 @@ class ConceptMatcher:
         """Whether a clause opening with "it"/"they"/"that" follows a concept the lexicon found earlier in the turn:
         then it describes that concept ("... the sputum, and it's usually white or yellowish in colour"), it does
         not name a new one (jaundice)."""
-        if not _ANAPHOR.match(core(clause)):
+        if not _ANAPHOR.match(clause_core(clause)):
             return False
         before = text.lower()[:max(text.find(clause), 0)]
         return any(n in before for n in named)
@@ -195,7 +185,7 @@ class ConceptMatcher:
             plain, put = glossed(c.text)
             if put:  # the glossary's words may have taken the cue with them: "I cannot sleep" is "I insomnia"
                 clauses[ci] = self._reread(c, plain)
-            plain = core(plain)
+            plain = clause_core(plain)
             alone = [p for p in put if p in self._complaints or self.vocab.known("symptom", p)]
             for t in [plain, *alone]:
                 texts.append(t)

@@ -247,7 +247,12 @@ def test_medhx_simulate_json_resumes_and_recomputes_a_bad_line(tmp_path):
     cov, oracle = summary["overall"]["coverage"], summary["overall"]["oracle_coverage"]
     for c in (cov, oracle):
         assert 0 < c["canonical"] <= 1 and 0 <= c["non_canonical"] <= 1
-    assert oracle["canonical"] >= cov["canonical"]  # gold frames can only help the same policy
+    # with gold frames nothing the patient said goes unread (the two modes may still ask different questions, so
+    # their coverage can differ either way: a different state leads the policy elsewhere)
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    for r in results:
+        unread = [m["fact"] for m in r["metrics"]["missed"] if m["reason"] == "said, not understood"]
+        assert r["mode"] != "oracle" or not unread, (r["key"], unread)
     assert summary["run"]["ran_now"] == 4 and "simulated interviews" in out.stderr  # the progress bar
     hemo = next(c for c in summary["cases"] if c["case"] == "resp-hemoptysis-smoker")
     assert hemo["oracle"]["red_flags"]["missed"] == []  # both expected flags raised once the state holds them

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from agent.core.paths import read_config_file, resolve_path
+from agent.core.paths import load_typed, read_config_file, resolve_path
 from policies.agent_config import check_agent_config, load_config
 
 Loader = Callable[[Path], dict]
@@ -90,9 +90,9 @@ def validate(
 
         return kind, read_serve_config(p).model_dump()
     if kind == "simulate":
-        from eval.runs.simulate import load_simulate_config
+        from eval.runs.simulate import SimulateConfig
 
-        return kind, load_simulate_config(p)[0].model_dump()
+        return kind, load_typed(SimulateConfig, p)[0].model_dump()
     if kind == "load-bench":
         from eval.runs.load_bench import load_config as load_load_bench
 

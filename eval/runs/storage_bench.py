@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.app.checkpoints import POSTGRES_ENV, SQLITE_FILE
 from agent.app.graph import build_agent
 from agent.app.sessions import SessionStore
-from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, load_typed
 from eval.runs.cases import DEFAULT_CASES_DIR, CaseCard, load_cards
 from eval.runs.oracle_nlu import OracleChannel, close_channel, open_channel
 from eval.runs.simulate import Mode, interview, session_config
@@ -75,12 +75,7 @@ class StorageBenchConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> StorageBenchConfig:
-    raw, base = read_config_file(path)
-    try:
-        cfg = StorageBenchConfig.model_validate(resolve_paths(StorageBenchConfig, raw, base))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems} (allowed keys: {sorted(StorageBenchConfig.model_fields)})") from None
+    cfg, base = load_typed(StorageBenchConfig, path)
     # checked now, and its paths (a lexicon) resolved against this file's directory
     cfg.simulator = parse_simulator_settings(cfg.simulator, base).model_dump()
     return cfg

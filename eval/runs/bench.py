@@ -27,6 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.app.overrides import overrides
 from agent.core import safety
 from agent.core.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.core.paths import ConfigPath, read_config_file, resolve_paths
@@ -471,26 +472,24 @@ def load_paper_reference(path: str | Path) -> dict:
 # --------------------------------------------------------------------------- CLI
 
 
+def _comma_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a module configuration over a split (teacher-forced), score it with the "
                                      "official MediTOD metrics and report it beside the paper")
     p.add_argument("--config", required=True, help="bench YAML, e.g. configs/bench/smoke.yaml")
     p.add_argument("--output-dir", help="override output_dir")
     p.add_argument("--limit", type=int, help="override limit (first N turns of each task)")
-    p.add_argument("--tasks", help="override tasks, comma-separated (nlu,pol,nlg)")
+    p.add_argument("--tasks", type=_comma_list, help="override tasks, comma-separated (nlu,pol,nlg)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    updates: dict[str, Any] = {}
-    if args.output_dir:
-        updates["output_dir"] = args.output_dir
-    if args.limit:
-        updates["limit"] = args.limit
-    if args.tasks:
-        updates["tasks"] = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    updates = overrides(args, {"output_dir": "output_dir", "limit": "limit", "tasks": "tasks"})
     if updates:
         cfg = BenchConfig(**{**cfg.model_dump(), **updates})
     metrics = run_bench(cfg, progress=not args.no_progress)

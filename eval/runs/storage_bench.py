@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.app.checkpoints import POSTGRES_ENV, SQLITE_FILE
 from agent.app.graph import build_agent
+from agent.app.overrides import absolute_path, overrides
 from agent.app.sessions import SessionStore
 from agent.core.paths import REPO_ROOT, ConfigPath, load_typed
 from eval.runs.cases import DEFAULT_CASES_DIR, CaseCard, load_cards
@@ -332,8 +333,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--store", action="append", choices=("sqlite", "postgres"), help="only these stores")
     p.add_argument("--turns", type=int, nargs="+", help="override the config's interview lengths")
     p.add_argument("--case", action="append", help="only these case cards (ids)")
-    p.add_argument("--output-dir", help="override the config's output_dir")
-    p.add_argument("--baseline", help="an earlier run's report.json, drawn and tabled beside this run")
+    p.add_argument("--output-dir", type=absolute_path, help="override the config's output_dir")
+    p.add_argument("--baseline", type=absolute_path,
+                   help="an earlier run's report.json, drawn and tabled beside this run")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_storage_bench)
     return p
@@ -341,18 +343,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _cmd_storage_bench(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    updates: dict[str, Any] = {}
-    if args.store:
-        updates["stores"] = args.store
-    if args.turns:
-        updates["turns"] = args.turns
-    if args.case:
-        updates["case_ids"] = args.case
-    if args.output_dir:
-        updates["output_dir"] = str(Path(args.output_dir).resolve())
-    if args.baseline:
-        updates["baseline"] = str(Path(args.baseline).resolve())
-    cfg = cfg.model_copy(update=updates)
+    cfg = cfg.model_copy(update=overrides(args, {"store": "stores", "turns": "turns", "case": "case_ids",
+                                                 "output_dir": "output_dir", "baseline": "baseline"}))
     report = run(cfg, progress=not args.no_progress)
     print(json.dumps({"summary": report["summary"], "ok": report["ok"], "output_dir": cfg.output_dir}, indent=2))
     return 0 if report["ok"] else 1

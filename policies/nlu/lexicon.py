@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from agent.core import cmas
+from agent.core.clinical_text import looks_plural, singular
 from agent.core.lay_terms import lay_phrases
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT
@@ -93,10 +94,9 @@ def _number_forms(phrase: str) -> tuple[str, ...]:
     """An ontology name and its other grammatical number ("urinary tract infections" and "... infection"): HPO
     labels a term in one number, a patient says either, and the phrase matcher compares whole words."""
     head, _, last = phrase.rpartition(" ")
-    if not head or len(last) < 4 or last.endswith(("ss", "us", "is")):
-        return (phrase,)
-    other = last[:-1] if last.endswith("s") else f"{last}s"
-    return phrase, f"{head} {other}"
+    if not head or len(last) < 4 or (last.endswith("s") and not looks_plural(last)):
+        return (phrase,)  # "abscess", "tinnitus": singular, and no plural is spelt by adding -s
+    return phrase, f"{head} {singular(last) if looks_plural(last) else last + 's'}"
 
 
 def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]]) -> list[Term]:

@@ -81,7 +81,6 @@ class VLLMServerBackend:
                 raise ValueError(f"vllm-server backend: unknown config keys {unknown} "
                                  f"(known: {sorted(VLLMServerSettings.model_fields)})") from None
             raise ValueError(f"vllm-server backend: {validation_problems(exc)}") from None
-        self.config = self.settings.model_dump()  # as a mapping (eval.runs.bench reads concurrency)
         self.url = self.settings.url.rstrip("/")
         if self.url.endswith("/v1"):
             self.url = self.url[: -len("/v1")]

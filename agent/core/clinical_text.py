@@ -1,6 +1,6 @@
 """Finding concepts in what a patient says, with their ConText status: the one home of the spaCy + medspaCy
 machinery, shared by the clinical NLU (``policies.nlu.clinical``) and the red-flag text rules
-(``agent.safety``), so both read negation ("no blood in my sputum") the same way.
+(``agent.core.safety``), so both read negation ("no blood in my sputum") the same way.
 
 A :class:`PhraseFinder` matches phrases (case-insensitive, whole tokens, longest match wins) and reports each
 match's key, sentence and status: ``negative`` / ``unknown`` when a ConText cue *precedes* it (medspaCy's

@@ -3,7 +3,7 @@
 One file (``configs/nlu_lexicon.yaml``) lists, per slot type, the value the NLU emits and the lay
 phrases that name it; the questionnaire ontology's surface keywords (symptoms, diseases, antecedents)
 are added to the value whose vocabulary code they share. Every emitted value must resolve in the
-shared vocabulary (``agent.ontology``), so the state gate, the red-flag rules and the policy all
+shared vocabulary (``agent.core.ontology``), so the state gate, the red-flag rules and the policy all
 recognise what this NLU writes: the lexicon fails to load otherwise, naming the value.
 """
 
@@ -123,7 +123,7 @@ def load_lexicon(
     path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None, lay_terms: bool = True
 ) -> Lexicon:
     """The lexicon of ``path``; with ``lay_terms``, plus the HPO labels and lay synonyms and the drug-class names of
-    ``agent.lay_terms`` (off: to measure what they add)."""
+    ``agent.core.lay_terms`` (off: to measure what they add)."""
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(raw, dict):

@@ -1,7 +1,7 @@
 """Mention finding: which concepts the patient named, with their status and owner.
 
 A spaCy ``PhraseMatcher`` over the lexicon (``policies.nlu.lexicon``; the longest match wins, so "chest pain" is
-not also "pain") finds the mentions; medspaCy ConText (``agent.clinical_text``) gives each one's status (negated,
+not also "pain") finds the mentions; medspaCy ConText (``agent.core.clinical_text``) gives each one's status (negated,
 uncertain) and whether a relative is the subject ("my brother had a heart attack": family history).
 """
 

@@ -15,7 +15,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.core import safety
-from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, read_config_file, resolve_against, resolve_paths
+from agent.core.paths import (
+    REPO_ROOT,
+    ConfigPath,
+    ModelRef,
+    read_config_file,
+    resolve_against,
+    resolve_paths,
+    validation_problems,
+)
 from models.serve import check_serve_config
 from policies.registry import DEFAULT_DST, ROLES, check_section, resolve_section
 
@@ -108,5 +116,5 @@ def check_agent_config(config: dict) -> AgentConfig:
     try:
         return AgentConfig.model_validate(config)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"agent config: {problems} (top-level keys: {sorted(AgentConfig.model_fields)})") from None
+        raise ValueError(f"agent config: {validation_problems(exc)} (top-level keys: "
+                         f"{sorted(AgentConfig.model_fields)})") from None

@@ -12,11 +12,11 @@ from agent.core.protocol import ModuleOutput, Policy, TurnContext
 
 
 class ModelPolicy:
-    def __init__(self, llm: Policy):
-        self.llm = llm
+    def __init__(self, model: Policy):
+        self.model = model  # named as in every module that wraps a model module (hybrid, fallback NLG, ensemble)
 
     def next_actions(self, ctx: TurnContext) -> ModuleOutput:
-        out = self.llm.next_actions(ctx)
+        out = self.model.next_actions(ctx)
         meta = {**out.meta, "policy": "model"}
         format_error = out.format_error
         value = out.value

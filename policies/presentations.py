@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
-from agent.core.paths import REPO_ROOT
+from agent.core.paths import REPO_ROOT, read_yaml_mapping
 from agent.core.safety import Condition, Rule, RuleSet, default_rules
 from policies.nlu.lexicon import default_lexicon
 
@@ -513,12 +512,7 @@ def load_plan(path: str | Path, vocab: Vocabulary | None = None, rules: RuleSet 
     """One plan file; a :class:`PlanError` naming the file and the failing key otherwise. The plan's ``id`` is the
     file's name, so a plan is found where its id says."""
     p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{p}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise PlanError(f"{p}: a presentation plan is a YAML mapping")
+    raw = read_yaml_mapping(p, PlanError, "a presentation plan")
     try:
         plan = Plan.model_validate(raw, context=context or make_context(vocab, rules))
     except pydantic.ValidationError as exc:

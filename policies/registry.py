@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.core.bounds import MAX_VALUE_CHARS
 from agent.core.ontology import Vocabulary, default_vocabulary
-from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, ModelRef, resolve_paths, validation_problems
 from agent.core.protocol import DST, NLG, NLU, Policy
 from agent.core.tracker import RuleTracker
 
@@ -152,9 +152,9 @@ def check_section(role: str, section: Any) -> dict:
     try:
         return model.model_validate(section).model_dump()
     except ValidationError as exc:
-        problems = "; ".join(f"{role}.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         allowed = sorted(model.model_fields)
-        raise ValueError(f"config: {problems} (allowed keys for {role} kind {kind!r}: {allowed})") from None
+        raise ValueError(f"config: {validation_problems(exc, role)} (allowed keys for {role} kind {kind!r}: "
+                         f"{allowed})") from None
 
 
 def resolve_section(role: str, section: Any, base: Path) -> Any:

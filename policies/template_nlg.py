@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from agent.core import cmas
+from agent.core.clinical_text import looks_plural
 from agent.core.paths import REPO_ROOT
 from agent.core.protocol import ModuleOutput, TurnContext
 
@@ -94,7 +95,7 @@ class Lexicon:
         word = words[-1].strip(",") if words else ""
         if word in self.number:
             return self.number[word] == "plural"
-        return word.endswith("s") and not word.endswith(("ss", "us", "is"))
+        return looks_plural(word)
 
 
 NUMBERS = ("singular", "plural")

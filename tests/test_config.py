@@ -53,6 +53,23 @@ def test_every_config_in_the_repository_checks(capsys):
     assert checked >= 20 and "valid agent config" in capsys.readouterr().out
 
 
+def test_each_config_kind_is_told_by_keys_of_its_own():
+    """No key marks two kinds, so which kind a config is never depends on the order the kinds are tried; a config
+    with the marks of two kinds is an error that asks for ``--type``, and one with none is told by its shape."""
+    from agent.app.config import MARKS, config_type
+
+    marked_twice = [k for k in set().union(*MARKS.values()) if sum(k in m for m in MARKS.values()) > 1]
+    assert marked_twice == []
+    assert config_type({"agent": "a.yaml", "output_dir": "out", "clinic": {}}) == "load-bench"
+    assert config_type({"agent": "a.yaml", "output_dir": "out", "tasks": ["nlu"]}) == "bench"
+    assert config_type({"tasks": ["nlu"], "output_dir": "out"}) == "train"
+    assert config_type({"host": "127.0.0.1"}) == "serve"
+    with pytest.raises(ValueError, match=r"several medhx config types: agent \(keys \['nlu'\]\); bench-speed.*--type"):
+        config_type({"nlu": {}, "probe": {}})
+    with pytest.raises(ValueError, match="match no medhx config type"):
+        config_type({"rules": []})
+
+
 def test_show_fills_in_defaults_and_check_reports_errors_with_exit_code_1(tmp_path, capsys):
     assert main(["config", "show", str(REPO / "configs" / "default.yaml")]) == 0
     shown = yaml.safe_load(capsys.readouterr().out)

@@ -8,9 +8,12 @@ layer, so the acyclic check stays here, on the source: every ``import`` (functio
 from __future__ import annotations
 
 import ast
+import io
 import os
+import re
 import shutil
 import subprocess
+import tokenize
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,3 +129,54 @@ def test_the_foundation_is_what_the_layering_says():
     foundation = {m for m in modules() if m.startswith("agent.core.")}
     assert {"agent.core.cmas", "agent.core.data", "agent.core.ontology", "agent.core.tracker",
             "agent.core.protocol"} <= foundation
+
+
+_DOTTED = re.compile(r"(?<![\w./-])((?:agent|models|policies|eval)(?:\.[A-Za-z_]\w*)+)")
+_FILE_SUFFIXES = {"yaml", "yml", "json", "jsonl", "md", "txt", "csv", "png", "log", "db", "sqlite", "toml"}
+_PATH = re.compile(r"(?<![\w./-])((?:agent|models|policies|eval|ui)/[\w/]*\.py)\b")
+
+
+def _defined(path: Path) -> set[str]:
+    """The top-level names of a module: what ``module.name`` in prose may name."""
+    out: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            out |= {t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
+def _prose(path: Path) -> list[str]:
+    """What a reader reads: a Python file's strings and comments, a Markdown or YAML file whole."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return text.splitlines()
+    kinds = {tokenize.STRING, tokenize.COMMENT, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type in kinds]
+
+
+def test_prose_names_modules_that_exist():
+    """Docstrings, comments, the README and config comments name modules and files by where they are now: a
+    module that moved into ``agent/core/`` or ``eval/runs/`` leaves no reference to where it was."""
+    known = modules()
+    defined: dict[str, set[str]] = {}
+    stale = []
+    files = [f for ext in ("py", "md", "yaml") for f in REPO.rglob(f"*.{ext}") if ".git" not in f.parts]
+    for f in files:
+        for text in _prose(f):
+            for ref in _DOTTED.findall(text):
+                parts = ref.split(".")
+                if parts[-1] in _FILE_SUFFIXES:  # a file name: ``agent.yaml``
+                    continue
+                at = max((i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in known), default=0)
+                if at == len(parts):
+                    continue
+                module = ".".join(parts[:at])
+                if at < 2 or parts[at] not in defined.setdefault(module, _defined(known[module])):
+                    stale.append(f"{f.relative_to(REPO)}: {ref}")
+            stale += [f"{f.relative_to(REPO)}: {p}" for p in _PATH.findall(text) if not (REPO / p).exists()]
+    assert stale == [], "\n".join(stale)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths, validation_problems
 
 DEFAULT_UI_CONFIG = REPO_ROOT / "configs" / "ui.yaml"
 
@@ -75,5 +75,5 @@ def load_ui_settings(path: str | Path | None = None) -> UISettings:
     try:
         return UISettings.model_validate(resolved)
     except ValidationError as exc:
-        problems = "; ".join(f"ui.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{p}: {problems} (allowed keys: {sorted(UISettings.model_fields)})") from None
+        raise ValueError(f"{p}: {validation_problems(exc, 'ui')} (allowed keys: {sorted(UISettings.model_fields)})"
+                         ) from None

@@ -1,6 +1,6 @@
 """Finding concepts in what a patient says, with their ConText status: the one home of the spaCy + medspaCy
 machinery, shared by the clinical NLU (``policies.nlu.clinical``) and the red-flag text rules
-(``agent.safety``), so both read negation ("no blood in my sputum") the same way.
+(``agent.core.safety``), so both read negation ("no blood in my sputum") the same way.
 
 A :class:`PhraseFinder` matches phrases (case-insensitive, whole tokens, longest match wins) and reports each
 match's key, sentence and status: ``negative`` / ``unknown`` when a ConText cue *precedes* it (medspaCy's
@@ -220,6 +220,20 @@ def clause_core(clause: str) -> str:
     return _EDGE_END.sub("", _EDGE_START.sub("", clause)).strip() or clause
 
 
+def looks_plural(word: str) -> bool:
+    """Whether an English word reads as a plural: it ends in -s, but not in -ss, -us or -is ("weakness", "tinnitus",
+    "pelvis" are singular). Spelling alone decides; a lexicon that knows a word's number ("diabetes") says so."""
+    return word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def singular(phrase: str) -> str:
+    """``phrase`` with a plural last word made singular by dropping its -s ("my sister gets migraines" names the
+    condition "migraine"). Unlike :func:`word_stem`, which cuts every inflection off a word so a lexicon phrase
+    meets "racing" and "raced" in the matcher, this keeps the phrase readable and changes number only: its result
+    is looked up among lexicon phrases, and names are shown or spelt in the other number from it."""
+    return phrase[:-1] if looks_plural(phrase) else phrase
+
+
 def word_stem(word: str) -> str:
     """A crude English stem ("races", "racing", "raced" -> "rac"; "thrown" -> "throw"; "itchy" -> "itch"; a "-ness"
     noun meets its adjective: "drowsiness" -> "drows" as "drowsy"): enough
@@ -248,7 +262,7 @@ def word_stem(word: str) -> str:
         w = w[:-1] if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeioulsz" else w
     elif w.endswith(("ches", "shes", "sses", "xes", "zes")):
         w = w[:-2]
-    elif (w.endswith("s") and not w.endswith(("ss", "us", "is"))) or (
+    elif looks_plural(w) or (
             w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")) and not re.search(r"[aeiou]ry$", w)):
         w = w[:-1]  # not after a vowel and "r": "weary" is no "wear", "scary" no "scar"
     return w[:-1] if len(w) > 3 and w.endswith("e") else w

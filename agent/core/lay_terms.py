@@ -13,7 +13,7 @@ The sources, each with its provenance in its own file:
   no file names ("doxazosin") is known by its ending ("-osin": alpha blocker), recorded by the name the patient
   said and one item with its class.
 
-:func:`extra_terms` feeds the vocabulary (``agent.ontology``: the new values become known terms that grounding,
+:func:`extra_terms` feeds the vocabulary (``agent.core.ontology``: the new values become known terms that grounding,
 the red-flag rules and the policy accept) and :func:`lay_phrases` the clinical NLU's lexicon.
 """
 

@@ -10,6 +10,10 @@ Settings declare which of their fields are paths with the :data:`ConfigPath` / :
 :func:`resolve_paths` rewrites those fields of a raw config mapping, so no module resolves paths its own way.
 A config *file* named on the command line is found as given, else inside the medhx checkout
 (:func:`resolve_path`), so ``--config configs/default.yaml`` works from any directory.
+
+Reading a typed config ends here too: :func:`load_typed` reads, resolves and validates a config file, and
+:func:`validation_problems` is the one wording of a rejected config (``key.path: message; ...``), so every
+loader names a misspelt key the same way.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+M = TypeVar("M", bound=BaseModel)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,6 +110,61 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not isinstance(raw, dict):
         raise ValueError(f"{p}: a config is a YAML mapping")
     return raw, p.resolve().parent
+
+
+def read_yaml_mapping(path: str | Path, error: type[Exception], what: str) -> dict[str, Any]:
+    """A data file's YAML mapping (a case card, a presentation plan), read where ``path`` says: a YAML syntax error
+    or anything but a mapping (an empty file included) is ``error`` naming the file. Unlike
+    :func:`read_config_file`, an empty file is an error, since such a file is a record with required keys."""
+    import yaml
+
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise error(f"{p}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise error(f"{p}: {what} is a YAML mapping")
+    return raw
+
+
+def problem(error: ErrorDetails, section: str = "") -> str:
+    """One validation error as ``key.path: message``: the path from ``section`` (the key the validated mapping sits
+    under, ``ui``; empty for a whole file) to the failing key; ``(top level)`` when the whole mapping failed."""
+    where = ".".join(str(x) for x in ((section,) if section else ()) + tuple(error["loc"]))
+    return f"{where or '(top level)'}: {error['msg']}"
+
+
+def validation_problems(exc: ValidationError, section: str = "") -> str:
+    """Every error of ``exc`` as :func:`problem` words it, joined by ``; ``: a user fixes all of them in one go."""
+    return "; ".join(problem(e, section) for e in exc.errors())
+
+
+def unknown_keys(exc: ValidationError) -> list[str]:
+    """The top-level keys ``exc`` rejects as unknown (sorted): a settings model reports those alone, with the
+    allowed keys, since a misspelt key is the usual mistake and its other errors follow from it."""
+    return sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+
+
+def allowed_keys(model: type[BaseModel]) -> str:
+    """``model``'s keys, then each settings section's (``[clinic, data, ...]; clinic: [concurrency, ...]``): what
+    a rejected config is told it may say."""
+    parts = [str(sorted(model.model_fields))]
+    for name, field in model.model_fields.items():
+        if (sub := _model_class(field.annotation)) is not None:
+            parts.append(f"{name}: {sorted(sub.model_fields)}")
+    return "; ".join(parts)
+
+
+def load_typed(model: type[M], path: str | Path) -> tuple[M, Path]:
+    """The config file ``path`` validated as ``model``, its paths resolved against its directory, and that
+    directory (for settings checked later, such as a simulator section); a :class:`ValueError` naming the file,
+    every failing key and the allowed keys otherwise."""
+    raw, base = read_config_file(path)
+    try:
+        return model.model_validate(resolve_paths(model, raw, base)), base
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {validation_problems(exc)} (allowed keys: {allowed_keys(model)})") from None
 
 
 def _resolve_value(annotation: Any, value: Any, base: Path) -> Any:

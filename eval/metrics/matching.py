@@ -40,11 +40,18 @@ class Matcher:
     def prepare(self, values: Iterable[str]) -> None:
         """Called once with every value about to be compared, so batched matchers can precompute."""
 
+    def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Called with every (gold, predicted) pair a run may compare, so a matcher that asks a server (the LLM
+        judge) asks them all at once; the others ignore it (``pairs`` is not even read)."""
+
     def same(self, gold: str, pred: str) -> bool:
         return gold == pred
 
     def describe(self) -> dict:
         return {"name": self.name}
+
+    def save(self) -> None:
+        """Keep what this matcher paid for (an LLM judge's answers) for the next run; most keep nothing."""
 
 
 class ExactMatcher(Matcher):

@@ -191,7 +191,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     try:
         report = score(args.task, examples, predictions, matcher, args.encoder)
     finally:
-        if hasattr(matcher, "save"):
+        if matcher is not None:
             matcher.save()  # keep the llm answers paid for, even when a later request failed
     report = {"task": report.pop("task"), "data": str(args.data), "split": args.split,
               "predictions": "gold" if args.gold_as_pred else str(args.pred), **report}

@@ -27,9 +27,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.app.overrides import overrides
 from agent.core import safety
 from agent.core.data import DEFAULT_DATA_DIR, Example, data_hash, load_dialogues, task_examples
 from agent.core.paths import ConfigPath, read_config_file, resolve_paths
+from agent.core.protocol import ModuleOutput
 from agent.core.provenance import package_versions, tree_hash
 from eval.metrics.lenient import score_nlu_lenient, score_pol_lenient
 from eval.metrics.matching import make_matcher
@@ -39,6 +41,7 @@ from eval.metrics.score import score
 from eval.metrics.stats import percentile
 from eval.runs.bench_report import plot_all, write_report
 from eval.runs.predict import teacher_forced_contexts, teacher_forced_doctor_contexts
+from models.backends.vllm_server import VLLMServerBackend
 from models.modules import LLMModule
 from models.prepare import resolve_base_model
 from models.serve import load_serve_config
@@ -189,8 +192,8 @@ def fingerprint(task: str, agent: dict, examples: Sequence[Example]) -> str:
 # --------------------------------------------------------------------------- running the modules
 
 
-def _row(key: tuple[str, int], out: Any, latency_s: float, extra: dict | None = None) -> dict:
-    meta = getattr(out, "meta", {}) or {}
+def _row(key: tuple[str, int], out: ModuleOutput, latency_s: float, extra: dict | None = None) -> dict:
+    meta = out.meta or {}
     fallback = meta.get("fallback")  # a hybrid policy / fallback NLG answered instead of the model
     model_meta = meta.get("model_meta") or meta
     valid = not out.format_error and not out.repaired and not model_meta.get("lenient")
@@ -209,6 +212,18 @@ def _row(key: tuple[str, int], out: Any, latency_s: float, extra: dict | None = 
     }
 
 
+def _llm_called_by(module: object) -> LLMModule | None:
+    """The LLM module that ``module`` calls itself: the ``model`` of a model or hybrid policy, a fallback NLG or an
+    ensemble NLU, when that is an LLM module (a hybrid policy's is a model policy, so: None)."""
+    from policies.hybrid import HybridPolicy
+    from policies.model import ModelPolicy
+    from policies.nlg_fallback import FallbackNLG
+    from policies.nlu.ensemble import EnsembleNLU  # imports the clinical NLU (2 s): only when a bench runs
+
+    wrapper = isinstance(module, ModelPolicy | HybridPolicy | FallbackNLG | EnsembleNLU)
+    return module.model if wrapper and isinstance(module.model, LLMModule) else None
+
+
 class TaskRunner:
     """Predicts a batch of turns of one task with the agent's module for it."""
 
@@ -217,12 +232,11 @@ class TaskRunner:
         self.agent = agent
         self.module = {"nlu": agent.nlu, "pol": agent.policy, "nlg": agent.nlg}[task]
         self.batched = isinstance(self.module, LLMModule)
-        # a module wrapping an LLM (model / hybrid policy, fallback NLG, ensemble NLU) runs turn by turn, but
-        # concurrently when its backend is a server, so the server still batches
-        inner = next((m for m in (getattr(self.module, a, None) for a in ("llm", "model")) if isinstance(m, LLMModule)),
-                     None)
-        server = inner is not None and getattr(inner.backend, "name", "") == "vllm-server"
-        self.workers = int(inner.backend.config.get("concurrency", 1)) if server else 1
+        # a module that calls an LLM module itself runs turn by turn, but concurrently when that LLM's backend is a
+        # server, so the server still batches
+        inner = _llm_called_by(self.module)
+        backend = inner.backend if inner is not None else None
+        self.workers = backend.settings.concurrency if isinstance(backend, VLLMServerBackend) else 1
         self.examples = {(e.dialog_id, e.uttr_id): e for e in examples}
         if self.batched:
             self.contexts: dict = {}
@@ -337,8 +351,7 @@ def soft_match_table(task: str, examples: list[Example], predictions: dict, cfg:
             scorer = score_nlu_lenient if task == "nlu" else score_pol_lenient
             rep = scorer(examples, predictions, matcher)
         finally:
-            if hasattr(matcher, "save"):
-                matcher.save()
+            matcher.save()
         out[name] = {"overall_f1": rep["overall"]["f1"], "non_canonical_f1": rep["non_canonical"]["f1"],
                      "joint_accuracy": rep["joint_accuracy"], "matcher": rep["matcher"]}
     return out
@@ -471,26 +484,24 @@ def load_paper_reference(path: str | Path) -> dict:
 # --------------------------------------------------------------------------- CLI
 
 
+def _comma_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a module configuration over a split (teacher-forced), score it with the "
                                      "official MediTOD metrics and report it beside the paper")
     p.add_argument("--config", required=True, help="bench YAML, e.g. configs/bench/smoke.yaml")
     p.add_argument("--output-dir", help="override output_dir")
     p.add_argument("--limit", type=int, help="override limit (first N turns of each task)")
-    p.add_argument("--tasks", help="override tasks, comma-separated (nlu,pol,nlg)")
+    p.add_argument("--tasks", type=_comma_list, help="override tasks, comma-separated (nlu,pol,nlg)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    updates: dict[str, Any] = {}
-    if args.output_dir:
-        updates["output_dir"] = args.output_dir
-    if args.limit:
-        updates["limit"] = args.limit
-    if args.tasks:
-        updates["tasks"] = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    updates = overrides(args, {"output_dir": "output_dir", "limit": "limit", "tasks": "tasks"})
     if updates:
         cfg = BenchConfig(**{**cfg.model_dump(), **updates})
     metrics = run_bench(cfg, progress=not args.no_progress)

@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.app.overrides import overrides
 from eval.runs.bench_speed_config import (
     AGENT_SECTIONS,
     DEFAULTS,
@@ -156,11 +157,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    config = load_bench_config(args.config)
-    if args.limit:
-        config["limit"] = args.limit
-    if args.output_dir:
-        config["output_dir"] = args.output_dir
+    config = {**load_bench_config(args.config), **overrides(args, {"limit": "limit", "output_dir": "output_dir"})}
     report = run_bench(config)
     print(
         f"report: {Path(config['output_dir']) / 'report.json'}  chart: {Path(config['output_dir']) / 'bench_speed.png'}"

@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.core import cmas
 from agent.core.data import Dialogue, load_dialogues
 from agent.core.grounding import ground_item, grounded_in
 from agent.core.ontology import Vocabulary, default_vocabulary, find_item
-from agent.core.paths import REPO_ROOT
+from agent.core.paths import REPO_ROOT, problem, read_yaml_mapping
 from agent.core.safety import RuleSet, check_red_flags, default_rules
 
 DEFAULT_CASES_DIR = REPO_ROOT / "data" / "cases"
@@ -116,18 +115,11 @@ class CaseCard(BaseModel):
 def load_card(path: str | Path, rules: RuleSet | None = None) -> CaseCard:
     """One YAML card; a :class:`CaseError` naming the file and the failing key otherwise."""
     p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise CaseError(f"{p}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise CaseError(f"{p}: a case card is a YAML mapping")
+    raw = read_yaml_mapping(p, CaseError, "a case card")
     try:
         card = CaseCard.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise CaseError(f"{p}: {where}: {err['msg']}") from None
+        raise CaseError(f"{p}: {problem(exc.errors()[0])}") from None
     check_red_flag_ids(card, rules, str(p))
     return card
 
@@ -195,10 +187,7 @@ def card_from_dialogue(dialogue: Dialogue, domain: str = "other", rules: RuleSet
                         chief_complaint=complaint or positives[:1], diagnosis=diagnosis, red_flags=flags,
                         persona=f"A {who} from the MediTOD dialogue {dialogue.dialog_id}.", state=state)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CaseError(
-            f"dialogue {dialogue.dialog_id}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-        ) from None
+        raise CaseError(f"dialogue {dialogue.dialog_id}: {problem(exc.errors()[0])}") from None
 
 
 def cards_from_meditod(data_dir: str | Path, split: str = "all", ids: list[str] | None = None,

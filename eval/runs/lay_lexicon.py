@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.core import cmas
 from agent.core.ontology import default_vocabulary, load_ontology
-from agent.core.paths import REPO_ROOT
+from agent.core.paths import REPO_ROOT, problem
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "simulate" / "lay_phrases.yaml"
 
@@ -85,8 +85,7 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> LayLexicon:
     try:
         lex = LayLexicon.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ValueError(f"{path}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+        raise ValueError(f"{path}: {problem(exc.errors()[0])}") from None
     for base in lex.statuses:
         if base not in cmas.SLOTS:
             raise ValueError(f"{path}: statuses: unknown slot type {base!r}")

@@ -43,6 +43,7 @@ from typing import Any
 
 from agent.app.cpu_threads import THREADS_ENV
 from agent.app.graph_state import InterviewState
+from agent.app.overrides import overrides
 from agent.app.sessions import Session, SessionStore
 from agent.core.paths import REPO_ROOT
 from eval.runs.load_bench_check import check_transcripts
@@ -271,9 +272,7 @@ def _cmd_load_bench(args: argparse.Namespace) -> int:
     raw = json.loads(cfg.model_dump_json())
     if args.mode:
         raw["stress" if args.mode == "clinic" else "clinic"] = None
-    for flag, key in ((args.store, "stores"), (args.processes, "processes")):
-        if flag:
-            raw[key] = flag
+    raw.update(overrides(args, {"store": "stores", "processes": "processes"}))
     if args.concurrency and raw["clinic"]:
         raw["clinic"]["concurrency"] = args.concurrency
     if args.interviews and raw["stress"]:

@@ -19,10 +19,10 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent.core.data import DEFAULT_DATA_DIR
-from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, load_typed
 
 POSTGRES_ENV = "MEDHX_POSTGRES_URL"
 Store = Literal["sqlite", "postgres"]
@@ -88,11 +88,5 @@ class LoadBenchConfig(_Section):
 
 
 def load_config(path: str | Path) -> LoadBenchConfig:
-    raw, base = read_config_file(path)
-    try:
-        return LoadBenchConfig.model_validate(resolve_paths(LoadBenchConfig, raw, base))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems} (allowed keys: {sorted(LoadBenchConfig.model_fields)}; clinic: "
-                         f"{sorted(ClinicSettings.model_fields)}; stress: {sorted(StressSettings.model_fields)})"
-                         ) from None
+    """The load-bench config file, validated; an error names every failing key and the keys of each section."""
+    return load_typed(LoadBenchConfig, path)[0]

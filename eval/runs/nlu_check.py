@@ -14,11 +14,11 @@ Measures, per slice:
     patient speaks first counts that turn), yields at least one positive symptom or positive medical history item.
 (b) **closed answers**: for every doctor turn that is a closed question about a named concept (read by the
     project's doctor-utterance reader, ``policies.nlu.doctor_reader.FactReader``: an ``inquire`` action with at
-    least one medical item whose value is not open, ``agent.cmas.OPEN_VALUES``; and the text reads as a yes/no
+    least one medical item whose value is not open, ``agent.core.cmas.OPEN_VALUES``; and the text reads as a yes/no
     question, see :func:`reads_yes_no`), the share of the patient's next turns whose frames hold an item about an
     asked concept (same slot type, the same concept by ``Vocabulary.same``). ``--sample-out`` writes a seeded random
     sample of :data:`SAMPLE_SIZE` answers that did, for a human to judge precision.
-(c) **red flags** per 1,000 patient turns: ``agent.safety.check_text_flags`` on every patient turn, overall, per
+(c) **red flags** per 1,000 patient turns: ``agent.core.safety.check_text_flags`` on every patient turn, overall, per
     rule id and per level; ``--flags-out`` writes every raised flag (for a human to read a random 50).
 (d) **second stage**: share of frame items whose value or status came from the clinical NLU's second recognition
     stage (``ClinicalNLU.read(...).second_stage``).
@@ -26,7 +26,7 @@ Measures, per slice:
 ``--sample-out`` and ``--flags-out`` write DEV-slice text only: the check slice stays frozen, its transcripts unread.
 
 Each transcript is read turn by turn as in an interview: the NLU sees the previous doctor turn's text and the actions
-the fact reader reads in it, and a running patient state (``agent.tracker.update_state``) folds each turn's frames
+the fact reader reads in it, and a running patient state (``agent.core.tracker.update_state``) folds each turn's frames
 (the NLU's frames as emitted; the live agent's grounding gate changes nothing for the clinical NLU, whose values all
 come from the vocabulary).
 """

@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.app.graph_state import InterviewState
 from agent.app.sessions import SessionStore
 from agent.core import cmas
 from agent.core.ontology import default_vocabulary
-from agent.core.paths import ConfigPath, read_config_file, resolve_path, resolve_paths
+from agent.core.paths import ConfigPath, load_typed, resolve_path
 from agent.core.safety import clean_patient_text
 from eval.runs.cases import CaseCard, CaseError, cards_from_meditod, load_cards
 from eval.runs.simulate_metrics import interview_metrics
@@ -131,19 +131,9 @@ class Run:
         return Path(self.config.output_dir)
 
 
-def load_simulate_config(path: str | Path) -> tuple[SimulateConfig, Path]:
-    raw, base = read_config_file(path)
-    try:
-        cfg = SimulateConfig.model_validate(resolve_paths(SimulateConfig, raw, base))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems} (keys: {sorted(SimulateConfig.model_fields)})") from None
-    return cfg, base
-
-
 def prepare(path: str | Path, only: list[str] | None = None) -> Run:
     """Everything checked before a single interview runs: the config, every agent config, every card."""
-    cfg, base = load_simulate_config(path)
+    cfg, base = load_typed(SimulateConfig, path)
     agents: dict[str, dict] = {}
     for entry in cfg.agents:
         if entry.name in agents:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.core.paths import ConfigPath, ModelRef, resolve_against, resolve_paths
+from agent.core.paths import ConfigPath, ModelRef, resolve_against, resolve_paths, validation_problems
 from eval.runs.agenda_simulator import AgendaSimulator
 from eval.runs.cases import CaseCard
 from eval.runs.lay_lexicon import DEFAULT_LEXICON, load_lexicon
@@ -68,8 +68,8 @@ def parse_simulator_settings(raw: Any, base: Path) -> SimulatorSettings:
     try:
         return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as exc:
-        problems = "; ".join(f"simulator.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{problems} (kinds: agenda, llm, or a dotted path 'pkg.mod:Class')") from None
+        raise ValueError(f"{validation_problems(exc, 'simulator')} (kinds: agenda, llm, or a dotted path "
+                         "'pkg.mod:Class')") from None
 
 
 class SimulatorFactory:

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.app.checkpoints import POSTGRES_ENV, SQLITE_FILE
 from agent.app.graph import build_agent
+from agent.app.overrides import absolute_path, overrides
 from agent.app.sessions import SessionStore
-from agent.core.paths import REPO_ROOT, ConfigPath, read_config_file, resolve_paths
+from agent.core.paths import REPO_ROOT, ConfigPath, load_typed
 from eval.runs.cases import DEFAULT_CASES_DIR, CaseCard, load_cards
 from eval.runs.oracle_nlu import OracleChannel, close_channel, open_channel
 from eval.runs.simulate import Mode, interview, session_config
@@ -75,12 +76,7 @@ class StorageBenchConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> StorageBenchConfig:
-    raw, base = read_config_file(path)
-    try:
-        cfg = StorageBenchConfig.model_validate(resolve_paths(StorageBenchConfig, raw, base))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems} (allowed keys: {sorted(StorageBenchConfig.model_fields)})") from None
+    cfg, base = load_typed(StorageBenchConfig, path)
     # checked now, and its paths (a lexicon) resolved against this file's directory
     cfg.simulator = parse_simulator_settings(cfg.simulator, base).model_dump()
     return cfg
@@ -337,8 +333,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--store", action="append", choices=("sqlite", "postgres"), help="only these stores")
     p.add_argument("--turns", type=int, nargs="+", help="override the config's interview lengths")
     p.add_argument("--case", action="append", help="only these case cards (ids)")
-    p.add_argument("--output-dir", help="override the config's output_dir")
-    p.add_argument("--baseline", help="an earlier run's report.json, drawn and tabled beside this run")
+    p.add_argument("--output-dir", type=absolute_path, help="override the config's output_dir")
+    p.add_argument("--baseline", type=absolute_path,
+                   help="an earlier run's report.json, drawn and tabled beside this run")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_storage_bench)
     return p
@@ -346,18 +343,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _cmd_storage_bench(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    updates: dict[str, Any] = {}
-    if args.store:
-        updates["stores"] = args.store
-    if args.turns:
-        updates["turns"] = args.turns
-    if args.case:
-        updates["case_ids"] = args.case
-    if args.output_dir:
-        updates["output_dir"] = str(Path(args.output_dir).resolve())
-    if args.baseline:
-        updates["baseline"] = str(Path(args.baseline).resolve())
-    cfg = cfg.model_copy(update=updates)
+    cfg = cfg.model_copy(update=overrides(args, {"store": "stores", "turns": "turns", "case": "case_ids",
+                                                 "output_dir": "output_dir", "baseline": "baseline"}))
     report = run(cfg, progress=not args.no_progress)
     print(json.dumps({"summary": report["summary"], "ok": report["ok"], "output_dir": cfg.output_dir}, indent=2))
     return 0 if report["ok"] else 1

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.core.paths import unknown_keys, validation_problems
 from models.backends.base import BackendError, GenerationRequest, GenerationResult
 from models.serve import ServerInfo, api_key_for, ensure_server
 
@@ -76,13 +77,10 @@ class VLLMServerBackend:
         try:
             self.settings = VLLMServerSettings.model_validate(config)
         except ValidationError as exc:
-            unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
-            if unknown:
+            if unknown := unknown_keys(exc):
                 raise ValueError(f"vllm-server backend: unknown config keys {unknown} "
                                  f"(known: {sorted(VLLMServerSettings.model_fields)})") from None
-            problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f"vllm-server backend: {problems}") from None
-        self.config = self.settings.model_dump()  # as a mapping (eval.runs.bench reads concurrency)
+            raise ValueError(f"vllm-server backend: {validation_problems(exc)}") from None
         self.url = self.settings.url.rstrip("/")
         if self.url.endswith("/v1"):
             self.url = self.url[: -len("/v1")]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.core.paths import ConfigPath, ModelRef, read_config_file, resolve_paths
+from agent.core.paths import ConfigPath, ModelRef, read_config_file, resolve_paths, unknown_keys, validation_problems
 from models.prepare import resolve_base_model
 from models.serve.endpoint import Endpoint
 
@@ -88,13 +88,11 @@ def check_serve_config(data: dict | ServeConfig, base_dir: str | Path | None = N
     try:
         config = ServeConfig.model_validate(data)
     except ValidationError as exc:
-        unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
-        if unknown:
+        if unknown := unknown_keys(exc):
             raise ValueError(
                 f"unknown serve config keys {unknown} (allowed: {sorted(ServeConfig.model_fields)})"
             ) from None
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"serve config: {problems}") from None
+        raise ValueError(f"serve config: {validation_problems(exc)}") from None
     return config
 
 

@@ -8,7 +8,7 @@ A thin module over three readers, each in its own file:
 3. **Answers** (``policies.nlu.answers``): the doctor's last action says what was asked, so a short answer
    ("No.", "About a week.", "On the left.") becomes a frame about the asked items and their asked attributes.
 
-Every frame is strict CMAS (``agent.cmas.parse_nlu``) and every medical value is one the vocabulary knows.
+Every frame is strict CMAS (``agent.core.cmas.parse_nlu``) and every medical value is one the vocabulary knows.
 """
 
 from __future__ import annotations

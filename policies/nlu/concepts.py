@@ -1,9 +1,9 @@
 """The clinical NLU's second recognition stage: what the lexicon does not cover, matched by meaning.
 
 Each clause of a patient turn that names nothing the lexicon knows ("I've lost a bit of weight", "I can't get to
-sleep") is compared, with the sentence encoder medhx ships (all-MiniLM-L6-v2, ``agent.semantic``), to every symptom
+sleep") is compared, with the sentence encoder medhx ships (all-MiniLM-L6-v2, ``agent.core.semantic``), to every symptom
 the vocabulary knows, described by its names: the questionnaire ontology's display name, description and keywords,
-the Human Phenotype Ontology's label and lay synonyms (``agent.lay_terms``) and the lexicon's own lay phrases. The
+the Human Phenotype Ontology's label and lay synonyms (``agent.core.lay_terms``) and the lexicon's own lay phrases. The
 nearest symptom is taken when its similarity reaches ``threshold`` (chosen on the shared dialogues and the
 developers' own probe stories, never on the held-aside test material) and beats the runner-up concept by
 ``margin``. The clause's ConText reading gives the status (negated, unsure) and drops a relative's or a past one.
@@ -171,7 +171,7 @@ class ConceptMatcher:
     def find(self, text: str, named: list[str]) -> list[ConceptHit]:
         """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
         that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
-        (``agent.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
+        (``agent.core.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
         named_l = [n.lower() for n in named if n.strip()]
         clauses = [
             c for c in self.clauses.clauses(text)

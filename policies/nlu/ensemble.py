@@ -1,7 +1,7 @@
 """The ``ensemble`` NLU kind: an LLM's grounded frames merged into the clinical NLU's.
 
 Rules (in this order; the README states them too):
-1. Both NLUs read the turn. The LLM's output passes the CMAS gate and grounding (``agent.safety.admit_frames``
+1. Both NLUs read the turn. The LLM's output passes the CMAS gate and grounding (``agent.core.safety.admit_frames``
    with the utterance): unknown medical values and free text the patient did not say are set aside, recorded
    in ``extra``, never merged.
 2. The clinical frame is the base: its items, statuses and attributes stand.

@@ -3,7 +3,7 @@
 One file (``configs/nlu_lexicon.yaml``) lists, per slot type, the value the NLU emits and the lay
 phrases that name it; the questionnaire ontology's surface keywords (symptoms, diseases, antecedents)
 are added to the value whose vocabulary code they share. Every emitted value must resolve in the
-shared vocabulary (``agent.ontology``), so the state gate, the red-flag rules and the policy all
+shared vocabulary (``agent.core.ontology``), so the state gate, the red-flag rules and the policy all
 recognise what this NLU writes: the lexicon fails to load otherwise, naming the value.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from agent.core import cmas
+from agent.core.clinical_text import looks_plural, singular
 from agent.core.lay_terms import lay_phrases
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT
@@ -93,10 +94,9 @@ def _number_forms(phrase: str) -> tuple[str, ...]:
     """An ontology name and its other grammatical number ("urinary tract infections" and "... infection"): HPO
     labels a term in one number, a patient says either, and the phrase matcher compares whole words."""
     head, _, last = phrase.rpartition(" ")
-    if not head or len(last) < 4 or last.endswith(("ss", "us", "is")):
-        return (phrase,)
-    other = last[:-1] if last.endswith("s") else f"{last}s"
-    return phrase, f"{head} {other}"
+    if not head or len(last) < 4 or (last.endswith("s") and not looks_plural(last)):
+        return (phrase,)  # "abscess", "tinnitus": singular, and no plural is spelt by adding -s
+    return phrase, f"{head} {singular(last) if looks_plural(last) else last + 's'}"
 
 
 def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]]) -> list[Term]:
@@ -123,7 +123,7 @@ def load_lexicon(
     path: str | Path = DEFAULT_LEXICON, vocab: Vocabulary | None = None, lay_terms: bool = True
 ) -> Lexicon:
     """The lexicon of ``path``; with ``lay_terms``, plus the HPO labels and lay synonyms and the drug-class names of
-    ``agent.lay_terms`` (off: to measure what they add)."""
+    ``agent.core.lay_terms`` (off: to measure what they add)."""
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(raw, dict):

@@ -1,7 +1,7 @@
 """Mention finding: which concepts the patient named, with their status and owner.
 
 A spaCy ``PhraseMatcher`` over the lexicon (``policies.nlu.lexicon``; the longest match wins, so "chest pain" is
-not also "pain") finds the mentions; medspaCy ConText (``agent.clinical_text``) gives each one's status (negated,
+not also "pain") finds the mentions; medspaCy ConText (``agent.core.clinical_text``) gives each one's status (negated,
 uncertain) and whether a relative is the subject ("my brother had a heart attack": family history).
 """
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from agent.core.clinical_text import PhraseFinder
+from agent.core.clinical_text import PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
@@ -45,7 +45,7 @@ class MentionFinder:
     def _conditions(self) -> dict[str, str]:
         """The lexicon's condition phrases (singular) -> value: the words that name an illness someone has."""
         conditions = [t for t in self.lexicon.terms if t.base == CONDITION]
-        return {_singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
+        return {singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
 
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
@@ -59,7 +59,7 @@ class MentionFinder:
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
-            elif relation and base == "symptom" and (illness := self._conditions.get(_singular(f.text.lower()))):
+            elif relation and base == "symptom" and (illness := self._conditions.get(singular(f.text.lower()))):
                 # a relative's lasting illness ("my sister gets migraines") runs in families: not a sick contact
                 base, value = "family_history", illness
             elif relation and base == "symptom":
@@ -98,10 +98,6 @@ _STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|no
 _STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\W+|they\W+|the doctor\W+)?"
                             r"(?:stopped|came off|come off|gave|quit|had to stop|took me off)\W+"
                             r"(?:taking\W+)?(?:it|them|that|those)\b", re.I)  # "... but I stopped it": the same drug
-
-
-def _singular(phrase: str) -> str:
-    return phrase[:-1] if phrase.endswith("s") and not phrase.endswith(("ss", "us", "is")) else phrase
 
 
 def _stopped(sentence: str, start: int, end: int) -> bool:

@@ -165,7 +165,9 @@ def test_prose_names_modules_that_exist():
     known = modules()
     defined: dict[str, set[str]] = {}
     stale = []
-    files = [f for ext in ("py", "md", "yaml") for f in REPO.rglob(f"*.{ext}") if ".git" not in f.parts]
+    tracked = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.yaml"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.split()
+    files = [REPO / f for f in tracked if (REPO / f).exists()]  # the project's files, not runs/ or a venv
     for f in files:
         for text in _prose(f):
             for ref in _DOTTED.findall(text):

@@ -205,3 +205,8 @@ def test_a_clause_about_what_was_just_named_names_nothing_new(nlu):
 def test_fear_of_dying_in_a_panic_is_not_taken_for_suicidal_ideation_by_meaning(nlu):
     slots = _slots(nlu, "When these turns come on my chest pounds and I honestly believe I'm about to die.")
     assert "suicidal ideation" not in slots.get("positive_symptom", set()), slots
+
+
+def test_a_vaccine_against_an_illness_is_an_immunisation_not_the_illness(nlu):
+    slots = _slots(nlu, "I had my pneumonia jab and a flu booster last autumn.")
+    assert slots.get("positive_medical_history") == {"immunization"}, slots

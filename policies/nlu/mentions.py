@@ -57,6 +57,8 @@ class MentionFinder:
                 continue  # "I'm drinking litres of water": drinking, not alcohol
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
+            if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
+                base, value = CONDITION, IMMUNIZATION  # "my flu jab": a vaccine against it, not the illness
             if base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom" and (illness := self._conditions.get(singular(f.text.lower()))):
@@ -82,6 +84,11 @@ class MentionFinder:
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
 
+
+_VACCINE_AFTER = re.compile(r"^\W*(?:jabs?|shots?|vaccines?|vaccinations?|vaccinated|immuni[sz]ations?|boosters?)\b",
+                            re.I)
+"""A vaccine word right after a condition's name ("flu jab", "covid booster"): the immunisation, not the illness."""
+IMMUNIZATION = "immunization"  # MediTOD's medical-history value for vaccinations
 
 _DRINK = re.compile(r"drink(?:s|ing|er)?")
 _NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"

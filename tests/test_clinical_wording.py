@@ -210,3 +210,11 @@ def test_fear_of_dying_in_a_panic_is_not_taken_for_suicidal_ideation_by_meaning(
 def test_a_vaccine_against_an_illness_is_an_immunisation_not_the_illness(nlu):
     slots = _slots(nlu, "I had my pneumonia jab and a flu booster last autumn.")
     assert slots.get("positive_medical_history") == {"immunization"}, slots
+
+
+def test_the_doctor_reader_places_blood_by_the_words_around_it_as_the_nlu_does():
+    from policies.nlu.doctor_reader import default_reader
+
+    asked = {it["value"] for a in default_reader().read("Have you brought any blood up when you've been sick?")
+             for it in a.get("symptom", [])}
+    assert "hematemesis" in asked and "hemoptysis" not in asked, asked

@@ -30,6 +30,7 @@ from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, default_lexicon
+from policies.nlu.mentions import blood_site
 
 DEFAULT_CUES = REPO_ROOT / "configs" / "nlg_facts.yaml"
 NLG_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
@@ -283,6 +284,8 @@ class FactReader:
         if start < 0:
             start = text.lower().find(f.text.lower(), cursor)
         start = max(start, 0)
+        if base == "symptom" and value == "hemoptysis":  # "throwing up any blood?": blood from where it says
+            value = blood_site(f.text, f.sentence, (f.char_start + f.char_end) // 2, text, {}) or value
         return Mention(base, value, start, start + len(f.text), f.sent, f.text, family=f.family)
 
     def _read(self, text: str, context: list[tuple[str, str]]) -> list[dict]:

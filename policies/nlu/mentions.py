@@ -194,22 +194,28 @@ _SITE_OF_SYMPTOM = (  # the state's complaints -> the site a bare "blood" is fro
 def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
     """Bare "blood" ("no blood that I've seen", "some blood in it") is blood from where the conversation is: the
     lexicon files such phrases under coughed-up blood (MediTOD's respiratory dialogues), but after "my wee burns"
-    they are blood in the urine. The site is read from the words nearest the mention in its sentence, else the
-    utterance, else the latest complaint in the state; with no clue the lexicon's reading stands."""
+    they are blood in the urine (:func:`blood_site`)."""
     for m in mentions:
         if m.base != "symptom" or m.value != "hemoptysis":
             continue
         placed = m.char_end > m.char_start  # a second-stage mention has its clause, not a place in a sentence
-        said = (m.sentence[m.char_start:m.char_end] if placed else m.sentence).lower()
-        if _SITES[0][1].search(said):
-            continue  # "coughing up blood" says where
+        said = m.sentence[m.char_start:m.char_end] if placed else m.sentence
         at = (m.char_start + m.char_end) // 2 if placed else None
-        site = _nearest_site(m.sentence.lower(), at) or _nearest_site(text.lower(), None)
-        if site is None:
-            latest = [str(it.get("value", "")) for it in state.get("positive_symptom") or []]
-            site = next((value for v in reversed(latest) for value, cue in _SITE_OF_SYMPTOM if cue.search(v)), None)
-        if site is not None:
-            m.value = site
+        m.value = blood_site(said, m.sentence, at, text, state) or m.value
+
+
+def blood_site(said: str, sentence: str, at: int | None, text: str, state: dict) -> str | None:
+    """Where blood named by the words ``said`` (at character ``at`` of ``sentence``) comes from, as a symptom value:
+    None when the words say it themselves ("coughing up blood") or nothing tells; else the site words nearest it in
+    its sentence, else in the whole utterance ``text``, else the latest complaint in ``state``. The clinical NLU
+    reads the patient's words with it, the doctor-utterance reader the doctor's ("throwing up any blood?")."""
+    if _SITES[0][1].search(said.lower()):
+        return None
+    site = _nearest_site(sentence.lower(), at) or _nearest_site(text.lower(), None)
+    if site is None:
+        latest = [str(it.get("value", "")) for it in state.get("positive_symptom") or []]
+        site = next((value for v in reversed(latest) for value, cue in _SITE_OF_SYMPTOM if cue.search(v)), None)
+    return site
 
 
 def _nearest_site(text: str, at: int | None) -> str | None:

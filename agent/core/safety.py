@@ -25,7 +25,7 @@ import yaml
 
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
-from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, clause_core, default_clause_reader
+from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
 from agent.core.ontology import Vocabulary, default_vocabulary, symptom_names
@@ -404,7 +404,7 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     clauses = [c for c in rules.clauses.clauses(text) if not c.family]
     if not clauses:
         return {}
-    emb = (rules.encoder or default_encoder()).embed([clause_core(gloss(c.text)) for c in clauses])
+    emb = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
     sims = emb @ ref_emb.T
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
     negated = np.array([c.negated for c in clauses])[:, None]

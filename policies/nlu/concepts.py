@@ -134,7 +134,7 @@ class ConceptMatcher:
         return replace(clause, negated=any(c.negated for c in again), uncertain=any(c.uncertain for c in again))
 
     @cached_property
-    def _grave(self) -> frozenset[str]:
+    def _left_to_the_screen(self) -> frozenset[str]:
         """The symptoms of the red-flag rules that read the patient's words as their evidence, where a hedge keeps
         the level (suicidal ideation, self-harm, harm to others): this stage leaves them to the red-flag screen,
         which compares the words with each rule's descriptions *and* with the ordinary complaints that resemble
@@ -206,7 +206,8 @@ class ConceptMatcher:
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
                     continue
-                if kind == "symptom" and (self._elsewhere(clause.text, value, refs[best][1]) or value in self._grave):
+                if kind == "symptom" and (value in self._left_to_the_screen
+                                          or self._elsewhere(clause.text, value, refs[best][1])):
                     continue
                 status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"

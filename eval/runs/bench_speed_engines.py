@@ -43,28 +43,31 @@ def build_workload(config: dict, tokenizer: Any) -> tuple[list[str], list[int]]:
 class HFRunner:
     """transformers ``generate``, greedy, every row forced to its batch's longest target."""
 
-    def __init__(self, path: str, dtype: str, threads: int):
+    def __init__(self, path: str, dtype: str, threads: int, device: str = "cpu"):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         torch.set_num_threads(threads)
-        self.torch, self.dtype = torch, dtype
+        self.torch, self.dtype, self.device = torch, dtype, device
         self.tok = AutoTokenizer.from_pretrained(path)
         if self.tok.pad_token_id is None:
             self.tok.pad_token = self.tok.eos_token
         t0 = time.perf_counter()
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to("cpu").eval()
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device).eval()
         self.load_s = time.perf_counter() - t0
 
     def generate(self, prompts_: list[str], steps: int) -> int:
         from transformers import GenerationConfig
 
-        enc = self.tok(prompts_, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+        enc = self.tok(prompts_, return_tensors="pt", padding=True, padding_side="left",
+                       add_special_tokens=False).to(self.device)
         config = GenerationConfig(max_new_tokens=steps, min_new_tokens=steps, do_sample=False, top_k=None,
                                   top_p=None, temperature=None, pad_token_id=self.tok.pad_token_id,
                                   eos_token_id=self.model.generation_config.eos_token_id)
         with self.torch.inference_mode():
             out = self.model.generate(**enc, generation_config=config)
+        if self.device != "cpu":
+            self.torch.cuda.synchronize()  # the clock stops when the GPU has finished, not when the launch returned
         return int((out.shape[1] - enc["input_ids"].shape[1]) * out.shape[0])
 
     def run(self, prompts_: list[str], lengths: list[int], batch_size: int, sort_by_length: bool,

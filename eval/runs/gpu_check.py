@@ -86,8 +86,9 @@ def train_runs(out: Path, steps: int, eval_limit: int | None, device: str, micro
     for precision in ("auto", "no"):
         cfg = load_config(NLU_CONFIG, {"train.max_steps": steps, "train.mixed_precision": precision,
                                        "train.save_steps": 10**6, "train.micro_batch_size": micro_batch,
-                                       "eval.limit": eval_limit, "eval.max_tokens": 256, "device": device,
-                                       "output_dir": str(out / f"nlu-{precision}")})
+                                       "device": device, "output_dir": str(out / f"nlu-{precision}")})
+        # the valid-split scoring: a sample, outputs capped (an untrained format can run to the default cap)
+        cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"limit": eval_limit, "max_tokens": 256})})
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
         clock = _TrainClock()

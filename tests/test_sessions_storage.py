@@ -170,6 +170,23 @@ def test_compact_brings_an_old_store_to_one_checkpoint_per_session(tmp_path):
         assert len(store.checkpoints.turn_rows("waiting")) == 7 and _checkpoints(store, "waiting") == 1
 
 
+def test_a_session_object_reads_turns_another_wrote_and_a_session_started_again(tmp_path):
+    """A session object decodes the transcript once and then only the rows past what it read: turns another
+    process appended are read, and a session deleted and started again under its id is read afresh."""
+    cfg = gold_config(tmp_path / "store")
+    with SessionStore(cfg) as store, SessionStore(cfg) as other:
+        held = store.start("again")
+        held.send(LINES[0])
+        assert len(held.state().turns) == 3
+        other.resume("again").send(LINES[1])  # another process takes the next turn
+        assert held.state() == Session(store, "again").state()  # a fresh object decodes everything
+        assert [t.text for t in held.state().patient_turns()] == LINES[:2]
+        store.delete("again")
+        store.start("again").send(LINES[2])
+        assert [t.text for t in held.state().patient_turns()] == [LINES[2]]
+        assert held.state() == Session(store, "again").state()
+
+
 def test_transcript_rows_give_back_every_turn_and_state():
     """The rows' patient states are patches from the previous patient turn; decoding gives each whole state back, a
     slot added, changed and dropped included, and text the store could not take as UTF-8 (a lone surrogate)."""

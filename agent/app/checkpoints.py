@@ -291,10 +291,11 @@ class CheckpointStore:
             self._execute("INSERT INTO medhx_turns (session_id, idx, speaker, body) VALUES (?, ?, ?, ?) "
                           "ON CONFLICT (session_id, idx) DO NOTHING", (session_id, idx, speaker, body))
 
-    def turn_rows(self, session_id: str) -> list[tuple[int, str, str]]:
-        """``(index, speaker, body)`` of every stored turn, in order."""
+    def turn_rows(self, session_id: str, since: int = 0) -> list[tuple[int, str, str]]:
+        """``(index, speaker, body)`` of the stored turns from index ``since`` on, in order."""
         return [(int(i), sp, b) for i, sp, b in self._execute(
-            "SELECT idx, speaker, body FROM medhx_turns WHERE session_id = ? ORDER BY idx", (session_id,))]
+            "SELECT idx, speaker, body FROM medhx_turns WHERE session_id = ? AND idx >= ? ORDER BY idx",
+            (session_id, since))]
 
     def turn_count(self, session_id: str) -> int:
         return int(self._execute("SELECT count(*) FROM medhx_turns WHERE session_id = ?", (session_id,))[0][0])

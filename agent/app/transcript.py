@@ -41,10 +41,11 @@ def encode(turns: Iterable[Turn], previous_state: dict | None) -> list[tuple[int
     return rows
 
 
-def decode(rows: Iterable[tuple[int, str, str]]) -> list[Turn]:
-    """The turns of :func:`encode`'s rows (all of a session's, in order), patient states rebuilt."""
+def decode(rows: Iterable[tuple[int, str, str]], previous_state: dict | None = None) -> list[Turn]:
+    """The turns of :func:`encode`'s rows (in order), patient states rebuilt; ``previous_state`` is the ``state`` of
+    the last patient turn before the first row (None: the rows start the session), as in :func:`encode`."""
     turns = []
-    state: dict = {}
+    state: dict = previous_state or {}
     for _, _, body in rows:
         data = json.loads(body)
         if STATE_PATCH in data:

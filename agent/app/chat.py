@@ -18,6 +18,7 @@ import json
 import sys
 from typing import TextIO
 
+from agent.app.cpu_threads import limit_model_threads
 from agent.app.graph_nodes import FALLBACK_NOTICE
 from agent.app.sessions import Session, SessionStore
 from policies.agent_config import DEFAULT_CONFIG, config_for_cli
@@ -45,6 +46,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     config = config_for_cli(args.config)
     if not config:
         raise FileNotFoundError(f"no config given and {DEFAULT_CONFIG} not found")
+    limit_model_threads()  # as the console: on 2 cores one thread per call cut the turn p95 by a fifth
     with SessionStore(config) as store:
         return run_cli(store, args.session, sys.stdin, sys.stdout, clinician=args.clinician)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 THREADS_ENV = "OMP_NUM_THREADS"
 
@@ -24,3 +26,18 @@ def limit_model_threads(environ: dict[str, str] | None = None) -> int:
     if environ is None and (torch := sys.modules.get("torch")) is not None:
         torch.set_num_threads(threads)
     return threads
+
+
+@contextmanager
+def serving_threads() -> Iterator[int]:
+    """torch at the thread count a serving process uses (:func:`limit_model_threads`, this process's environment left
+    as it is) inside the block, restored after: a benchmark that times the live agent times it as it is served."""
+    import torch
+
+    before = torch.get_num_threads()
+    threads = limit_model_threads(dict(os.environ))
+    torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        torch.set_num_threads(before)

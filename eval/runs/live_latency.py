@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.app.cpu_threads import serving_threads
 from agent.app.sessions import SessionStore
 from eval.metrics.stats import percentile
 from policies.agent_config import load_config
@@ -68,7 +69,9 @@ def replay(config_path: str | Path, dialogues: list[list[str]], limit: int | Non
     turn_s: list[float] = []
     nodes: dict[str, list[float]] = {}
     sessions = 0
-    with tempfile.TemporaryDirectory(prefix="medhx-live-") as tmp:
+    # torch as the console serves it (one thread a call unless OMP_NUM_THREADS says): the agent that is timed is
+    # the agent that is served, and on 2 cores torch's all-core pool only lengthened the tail
+    with tempfile.TemporaryDirectory(prefix="medhx-live-") as tmp, serving_threads() as threads:
         cfg["session"] = {**(cfg.get("session") or {}), "store": "sqlite", "dir": tmp}
         with SessionStore(cfg) as store:
             t0 = time.perf_counter()
@@ -89,7 +92,7 @@ def replay(config_path: str | Path, dialogues: list[list[str]], limit: int | Non
                     bar.update(1)
             if bar is not None:
                 bar.close()
-    return {"config": str(config_path), "turns": len(turn_s), "sessions": sessions,
+    return {"config": str(config_path), "turns": len(turn_s), "sessions": sessions, "torch_threads": threads,
             "first_session_s": round(first_session_s, 3), "turn": latency_summary(turn_s),
             # the first turn of a process also loads the NLU (lazily): shown apart, and counted in "turn"
             "first_patient_turn_ms": _ms(turn_s[0]) if turn_s else None,

@@ -218,3 +218,26 @@ def test_the_doctor_reader_places_blood_by_the_words_around_it_as_the_nlu_does()
     asked = {it["value"] for a in default_reader().read("Have you brought any blood up when you've been sick?")
              for it in a.get("symptom", [])}
     assert "hematemesis" in asked and "hemoptysis" not in asked, asked
+
+
+@pytest.mark.parametrize(("asked", "doctor", "said"), [
+    (["headache"], "Does the headache stay with you all day, or does it come and go?", "No, it comes and goes."),
+    (["coughing"], "Is it a dry cough or a chesty one?", "No, just dry."),
+    (["abdominal pain"], "Is the tummy pain more of a cramp, or is it burning?", "Nah, it's crampy."),
+])
+def test_a_question_offering_alternatives_is_not_answered_no_to_the_item(nlu, asked, doctor, said):
+    """ "Is it X or Y?" presupposes the item: the patient's "No, Y" picks an alternative, it denies nothing."""
+    actions = [{"action": "inquire", "symptom": [{"value": v} for v in asked]}]
+    frames = nlu.read(said, actions, {}, doctor=doctor).frames
+    negative = {it["value"] for f in frames for it in (f.get("slots") or {}).get("negative_symptom", [])}
+    assert not set(asked) & negative, frames
+
+
+def test_a_no_to_a_question_listing_items_still_denies_them(nlu):
+    actions = [{"action": "inquire", "symptom": [{"value": "chest pain"}, {"value": "palpitations"}]}]
+    frames = nlu.read("No.", actions, {}, doctor="Any chest pain or palpitations?").frames
+    negative = {it["value"] for f in frames for it in (f.get("slots") or {}).get("negative_symptom", [])}
+    assert {"chest pain", "palpitations"} <= negative, frames
+    one = [{"action": "inquire", "symptom": [{"value": "fever"}]}]
+    frames = nlu.read("No.", one, {}, doctor="Have you had a fever or not?").frames
+    assert "fever" in {it["value"] for f in frames for it in (f.get("slots") or {}).get("negative_symptom", [])}

@@ -58,6 +58,13 @@ _NO_NAMING = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*no\s+(?:[\w'-]+\s+){0,2}
 what the reply names, not the answer "No, ..." (a comma or a pronoun after it is an answer: "No, I ...")."""
 
 
+_ALTERNATIVES = re.compile(r"\w,? or \w")
+_WHETHER_AT_ALL = re.compile(r"\b(?:any|anything|anyone|ever|either)\b")
+_OR_NOT = re.compile(r"\bor (?:not|no|none|neither|something|anything|whatever)\b")
+"""What makes a question with "or" a yes/no question (see :meth:`AnswerReader.offers_alternatives`): "any" or
+"ever" before the "or" ("Any cough or fever?"), or "or not", "or anything" after it."""
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -93,6 +100,8 @@ class AnswerReader:
         polarity = self.polarity(text)
         if polarity == "deny" and self.no_determines(mentions):
             polarity = None
+        if polarity in ("affirm", "deny") and self.offers_alternatives(doctor, asked):
+            polarity = None  # "Is it dry or chesty?" - "No, just dry": an alternative picked, the cough not denied
         said = {(m.base, m.value) for m in mentions}
         status = {"affirm": "positive", "deny": "negative", "unsure": "unknown"}.get(polarity or "")
         named = [(b, v) for b, v, _ in asked if any(sb == b and self.vocab.same(b, sv, v) for sb, sv in said)]
@@ -180,6 +189,22 @@ class AnswerReader:
         items take only what the rest of the reply says of them."""
         return any(m.sent == 0 and m.status == "negative" and m.char_start >= 0
                    and _NO_NAMING.match(m.sentence[:m.char_start]) for m in mentions)
+
+    def offers_alternatives(self, doctor: str, asked: list[Asked]) -> bool:
+        """Whether the doctor's question offers alternatives about the one item it asks ("Is the pain sharp, or more
+        of an ache?", "Does it stay all day or come and go?"): such a question presupposes the item, so a yes or no
+        at the head of the reply picks an alternative or objects to both, and answers nothing about having it. A
+        question that lists items ("Any chest pain or palpitations?"), asks whether at all ("... or not?") or asks
+        for anything ("any", "ever") is a yes/no question, and its "no" denies what it lists."""
+        if len(asked) != 1 or not cmas.SLOTS[asked[0][0]].medical:
+            return False
+        questions = [q for q in re.split(r"(?<=[?.!])\s+", doctor.strip()) if q.endswith("?")]
+        question = (questions[-1] if questions else "").lower()
+        alternatives = _ALTERNATIVES.search(question)
+        if not alternatives or _WHETHER_AT_ALL.search(question[:alternatives.end()]) or _OR_NOT.search(question):
+            return False
+        named = {m.value for m in self.finder.mentions(question)[0] if cmas.SLOTS[m.base].medical}
+        return len(named) <= 1
 
     def _elsewhere(self, sents: list[str], checks: list[dict]) -> set[int]:
         """Sentences about another part of the body than the question ("Have you had a fever?" - "My knees have

@@ -155,6 +155,22 @@ def test_acute_coronary_syndrome_reads_the_nlu_place_of_an_arm(rules):
     assert "acute_coronary_syndrome" not in ids(symptoms("chest pain", ("pain", ["armpit"])), rules)
 
 
+def test_acute_coronary_syndrome_beyond_the_chest_needs_a_cardiac_site_and_what_comes_with_it(rules):
+    """NICE CG95: pain in the arms, jaw (or elsewhere cardiac pain reaches) with sweating, nausea or breathlessness,
+    without any chest pain; the lower back with nausea is left out (renal colic, gut), a sore arm alone too."""
+    rule = "acute_coronary_syndrome_beyond_chest"
+    assert rule in ids({"positive_symptom": [{"value": "pain", "location": ["left arm"]},
+                                             {"value": "hyperhidrosis"}]}, rules)
+    assert rule in ids({"positive_symptom": [{"value": "jaw pain"}, {"value": "nausea"}]}, rules)
+    assert rule in ids({"positive_symptom": [{"value": "pain", "location": ["upper back"]},
+                                             {"value": "dyspnea"}]}, rules)
+    assert rule not in ids({"positive_symptom": [{"value": "pain", "location": ["lower back"]},
+                                                 {"value": "nausea"}]}, rules)
+    assert rule not in ids({"positive_symptom": [{"value": "pain", "location": ["left arm"]}]}, rules)
+    assert rule not in ids({"positive_symptom": [{"value": "pain", "location": ["left arm"]}],
+                            "negative_symptom": [{"value": "hyperhidrosis"}, {"value": "nausea"}]}, rules)
+
+
 def test_stroke_signs_need_one_side_not_any_limb(rules):
     assert "stroke_signs" in ids(symptoms(("weak limbs", ["left side"])), rules)
     assert "stroke_signs" in ids(symptoms(("paresthesia", ["right arm"])), rules)

@@ -241,3 +241,18 @@ def test_a_no_to_a_question_listing_items_still_denies_them(nlu):
     one = [{"action": "inquire", "symptom": [{"value": "fever"}]}]
     frames = nlu.read("No.", one, {}, doctor="Have you had a fever or not?").frames
     assert "fever" in {it["value"] for f in frames for it in (f.get("slots") or {}).get("negative_symptom", [])}
+
+
+@pytest.mark.parametrize("question", ["Are you living by yourself at the moment?",
+                                      "Do you manage the shopping yourself?",
+                                      "Can you get yourself dressed in the morning?"])
+def test_the_doctor_reader_needs_a_content_word_to_name_a_concept(question):
+    """A template's wording that is only a pronoun ("yourself", said after "have you ever harmed ...") names nothing
+    on its own: a question about living alone is no question about self-harm."""
+    from policies.nlu.doctor_reader import default_reader
+
+    acts = default_reader().read(question)
+    named = {it["value"] for a in acts for k, items in a.items() if k != "action" for it in items}
+    assert "self-harm" not in named, acts
+    asked = default_reader().read("Have you ever thought about harming yourself?")
+    assert "self-harm" in {it["value"] for a in asked for k, items in a.items() if k != "action" for it in items}

@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 import yaml
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from agent.core import cmas
 from agent.core.clinical_text import Found, PhraseFinder
@@ -107,7 +108,7 @@ def _nlg_phrases(path: Path) -> list[tuple[str, str, str]]:
             inner = re.findall(r"\(([^)]*)\)", term)
             for p in [re.sub(r"\([^)]*\)", " ", term), *inner]:
                 p = " ".join(re.sub(r"^(?:a|an|the)\s+", "", p.strip()).split())
-                if p:
+                if any(w not in STOP_WORDS for w in re.findall(r"[a-z]+", p)):  # "yourself" alone names nothing
                     out.append((p, base, str(value)))
     for base, table in (raw.get("questions") or {}).items():
         for value, question in (table or {}).items():

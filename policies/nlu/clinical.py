@@ -83,10 +83,10 @@ class ClinicalNLU:
             text = as_the_patient(text)[0]
         frame = Frame()
         mentions, sents = self.mentions(text) if text.strip() else ([], [])
-        asked = asked_items(last_actions or [])
-        second = self._second_stage(text, mentions, bool(asked)) if text.strip() else []
+        second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second
         whole = attr.clean(text)
+        asked = asked_items(last_actions or [])
         if doctor and _RATE.search(doctor.lower()):
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
         resolve_pain(mentions, state)
@@ -107,15 +107,14 @@ class ClinicalNLU:
             return Reading(cmas.parse_nlu([{"intent": "inform", "slots": slots}]), from_second)
         return Reading(cmas.parse_nlu([{"intent": self._intent(whole)}]), set())
 
-    def _second_stage(self, text: str, mentions: list[Mention], asked: bool = False) -> list[Mention]:
-        """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read); ``asked``:
-        the text replies to a question about an item."""
+    def _second_stage(self, text: str, mentions: list[Mention]) -> list[Mention]:
+        """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read)."""
         if self.concepts is None:
             return []
         named = [m.sentence[m.char_start:m.char_end] for m in mentions]
         known = {(m.base, m.value) for m in mentions}
         out = []
-        for h in self.concepts.find(text, named, asked):
+        for h in self.concepts.find(text, named):
             if any(b == h.base and self.vocab.same(b, h.value, v) for b, v in known):
                 continue
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None

@@ -145,15 +145,14 @@ class ConceptMatcher:
         return frozenset(v for v, _ in self.references[0] if any(self.vocab.same("symptom", v, g) for g in wanted))
 
     @staticmethod
-    def _describes_antecedent(clause: str, text: str, named: list[str], asked: bool = False) -> bool:
-        """Whether a clause opening with "it"/"they"/"that" follows a concept the lexicon found earlier in the turn,
-        or opens a reply to a question about an item (``asked``): then it describes that concept or the asked item
-        ("... the sputum, and it's usually white or yellowish in colour"; "What colour is the phlegm?" - "It's
-        yellowish"), it does not name a new one (jaundice)."""
+    def _describes_antecedent(clause: str, text: str, named: list[str]) -> bool:
+        """Whether a clause opening with "it"/"they"/"that" follows a concept the lexicon found earlier in the turn:
+        then it describes that concept ("... the sputum, and it's usually white or yellowish in colour"), it does
+        not name a new one (jaundice)."""
         if not _ANAPHOR.match(clause_core(clause)):
             return False
         before = text.lower()[:max(text.find(clause), 0)]
-        return any(n in before for n in named) or (asked and not before.strip(" ,.!?-'\""))
+        return any(n in before for n in named)
 
     def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
         """Whether the concept belongs to a part of the body the clause does not name while it names another ("the
@@ -169,16 +168,15 @@ class ConceptMatcher:
         return (sim >= self.threshold and margin >= self.margin) or (
             sim >= self.threshold - CLEAR_LEAD_SLACK and margin >= CLEAR_LEAD)
 
-    def find(self, text: str, named: list[str], asked: bool = False) -> list[ConceptHit]:
+    def find(self, text: str, named: list[str]) -> list[ConceptHit]:
         """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
-        that contain none of the ``named`` phrases (the lexicon's hits); ``asked``: ``text`` replies to a question
-        about an item (its opening "it ..." is that item). Each clause is glossed first
+        that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
         (``agent.core.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
         named_l = [n.lower() for n in named if n.strip()]
         clauses = [
             c for c in self.clauses.clauses(text)
             if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
-            and not self._describes_antecedent(c.text, text, named_l, asked)
+            and not self._describes_antecedent(c.text, text, named_l)
         ]
         if not clauses:
             return []

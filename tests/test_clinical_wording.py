@@ -256,3 +256,19 @@ def test_the_doctor_reader_needs_a_content_word_to_name_a_concept(question):
     assert "self-harm" not in named, acts
     asked = default_reader().read("Have you ever thought about harming yourself?")
     assert "self-harm" in {it["value"] for a in asked for k, items in a.items() if k != "action" for it in items}
+
+
+@pytest.mark.parametrize(("doctor", "said", "habit"), [
+    ("Do you drink at all?", "Mm, I'd guess maybe three or four glasses of wine a week.", "alcohol abuse"),
+    ("And smoking?", "Perhaps ten a day, give or take, I think.", "smoking"),
+    ("Any alcohol?", "Probably a can of lager most nights, I'd say.", "alcohol abuse"),
+])
+def test_a_hedge_on_how_much_is_no_doubt_about_the_habit(nlu, doctor, said, habit):
+    """ "Maybe three or four glasses a week": the patient drinks; the hedge is on the amount. Doubt about the habit
+    itself gives no amount ("I'm not sure I'd call it drinking")."""
+    actions = [{"action": "inquire", "habit": [{"value": habit}]}]
+    frames = nlu.read(said, actions, {}, doctor=doctor).frames
+    slots = {name: {it["value"] for it in items} for f in frames for name, items in (f.get("slots") or {}).items()}
+    assert habit in slots.get("positive_habit", set()), frames
+    unsure = nlu.read("I'm honestly not sure, now and then maybe.", actions, {}, doctor=doctor).frames
+    assert habit not in {it["value"] for f in unsure for it in (f.get("slots") or {}).get("positive_habit", [])}

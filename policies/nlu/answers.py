@@ -65,6 +65,13 @@ _OR_NOT = re.compile(r"\bor (?:not|no|none|neither|something|anything|whatever)\
 "ever" before the "or" ("Any cough or fever?"), or "or not", "or anything" after it."""
 
 
+_HOW_OFTEN = re.compile(r"\b(?:every (?:other )?(?:day|night|week|weekend|morning|evening)|"
+                        r"most (?:days|nights|weekends)|"
+                        r"(?:a|per) (?:day|night|week|month)|daily|weekly|nightly|at (?:the )?weekends?|"
+                        r"on (?:a )?(?:friday|saturday|sunday)s?)\b")
+"""How often a habit is kept ("every other day", "ten a day", "most nights"): said, it shows the habit is kept."""
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -189,6 +196,21 @@ class AnswerReader:
         items take only what the rest of the reply says of them."""
         return any(m.sent == 0 and m.status == "negative" and m.char_start >= 0
                    and _NO_NAMING.match(m.sentence[:m.char_start]) for m in mentions)
+
+    @staticmethod
+    def hedged_amount(frame: Frame, text: str) -> None:
+        """A habit the reply says how often or how much of is the patient's, however hedged: "maybe three or four
+        glasses a week", "probably a can most nights" - the hedge is on the amount, not on whether. Doubt about the
+        habit itself says no amount ("I'm not sure, now and then maybe") and stays unknown."""
+        t = attr.clean(text)
+        if not (attr.frequency(t) or _HOW_OFTEN.search(t)):
+            return
+        for name, value in [k for k in frame.items if k[0] == "unknown_habit"]:
+            item = frame.items.pop((name, value))
+            target = frame.item("habit", value, "positive")
+            for k, v in item.items():
+                if k != "value":
+                    set_attr(target, k, v)
 
     def offers_alternatives(self, doctor: str, asked: list[Asked]) -> bool:
         """Whether the doctor's question offers alternatives about the one item it asks ("Is the pain sharp, or more

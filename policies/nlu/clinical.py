@@ -98,6 +98,7 @@ class ClinicalNLU:
         self.details.attributes(frame, mentions, sents, asked)
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
+        self.answers.hedged_amount(frame, text)
         self.details.name_sited_pain(frame)
         self._drop_known(frame, state, asked)
         slots = frame.slots()

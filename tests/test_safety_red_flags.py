@@ -169,6 +169,10 @@ def test_acute_coronary_syndrome_beyond_the_chest_needs_a_cardiac_site_and_what_
     assert rule not in ids({"positive_symptom": [{"value": "pain", "location": ["left arm"]}]}, rules)
     assert rule not in ids({"positive_symptom": [{"value": "pain", "location": ["left arm"]}],
                             "negative_symptom": [{"value": "hyperhidrosis"}, {"value": "nausea"}]}, rules)
+    # with chest pain it is the acute coronary syndrome rule's presentation, raised there alone (none_of)
+    with_chest = {"positive_symptom": [{"value": "chest pain"}, {"value": "pain", "location": ["left arm"]},
+                                       {"value": "hyperhidrosis"}]}
+    assert "acute_coronary_syndrome" in ids(with_chest, rules) and rule not in ids(with_chest, rules)
 
 
 def test_stroke_signs_need_one_side_not_any_limb(rules):

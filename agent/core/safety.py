@@ -78,6 +78,7 @@ class Rule:
     level: str = "urgent"
     all_of: tuple[Condition, ...] = ()
     any_of: tuple[Condition, ...] = ()
+    none_of: tuple[Condition, ...] = ()  # any of these in the state: the rule does not fire (another rule covers it)
     phrases: tuple[str, ...] = ()  # lay phrasings that raise the flag from the patient's own words
     descriptions: tuple[str, ...] = ()  # what a patient with this flag says: the semantic matcher's references
     source: str = ""  # the guideline the red-flag set comes from
@@ -193,6 +194,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         any_of = tuple(_condition(c, f"{where}.any_of.{j}", vocab, level) for j, c in enumerate(r.get("any_of") or []))
         if not all_of and not any_of:
             raise RuleError(f"{where}: a rule needs 'all_of' or 'any_of'")
+        none_of = tuple(_condition(c, f"{where}.none_of.{j}", vocab) for j, c in enumerate(r.get("none_of") or []))
         phrases = _texts(r.get("phrases"), f"{where}: 'phrases'")
         descriptions = _texts(r.get("descriptions"), f"{where}: 'descriptions'")
         source = r.get("source", "")
@@ -209,6 +211,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 level,
                 all_of,
                 any_of,
+                none_of,
                 tuple(" ".join(p.lower().split()) for p in phrases),
                 tuple(" ".join(d.split()) for d in descriptions),
                 source.strip(),
@@ -220,7 +223,8 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary)
 
 
-_RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "phrases", "descriptions", "source", "hedge_keeps_level"}
+_RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
+              "hedge_keeps_level"}
 
 
 def _texts(raw: object, where: str) -> list[str]:
@@ -335,6 +339,8 @@ def _rule_evidence(
         statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
         return _matches(state, cond, vocab, statuses)
 
+    if any(_matches(state, cond, vocab, None) for cond in rule.none_of):
+        return None  # what another rule covers ("beyond the chest" once there is chest pain: the ACS rule)
     evidence: list[dict[str, Any]] = []
     level = rule.level
     for cond in rule.all_of:

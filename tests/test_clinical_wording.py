@@ -272,3 +272,10 @@ def test_a_hedge_on_how_much_is_no_doubt_about_the_habit(nlu, doctor, said, habi
     assert habit in slots.get("positive_habit", set()), frames
     unsure = nlu.read("I'm honestly not sure, now and then maybe.", actions, {}, doctor=doctor).frames
     assert habit not in {it["value"] for f in unsure for it in (f.get("slots") or {}).get("positive_habit", [])}
+
+
+def test_a_pain_under_the_ribs_is_in_the_abdomen_not_the_chest(nlu):
+    """Below the rib margin is the upper abdomen (subcostal, hypochondrium), not the chest that "ribs" alone means."""
+    slots = _slots(nlu, "I've got this nagging ache just below my ribs on the left.")
+    assert "chest pain" not in slots.get("positive_symptom", set()), slots
+    assert "chest pain" in _slots(nlu, "It hurts round my ribs when I breathe in.").get("positive_symptom", set())

@@ -205,12 +205,8 @@ class AnswerReader:
         t = attr.clean(text)
         if not (attr.frequency(t) or _HOW_OFTEN.search(t)):
             return
-        for name, value in [k for k in frame.items if k[0] == "unknown_habit"]:
-            item = frame.items.pop((name, value))
-            target = frame.item("habit", value, "positive")
-            for k, v in item.items():
-                if k != "value":
-                    set_attr(target, k, v)
+        for value in [v for name, v in frame.items if name == "unknown_habit"]:
+            frame.item("habit", value, "positive")  # the item moves to the new status with its attributes
 
     def offers_alternatives(self, doctor: str, asked: list[Asked]) -> bool:
         """Whether the doctor's question offers alternatives about the one item it asks ("Is the pain sharp, or more

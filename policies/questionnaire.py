@@ -44,6 +44,24 @@ GREETING = [{"action": "nod_prompt_salutations"}]
 WRAP_UP = [{"action": "chit-chat"}]
 FAREWELL = [{"action": "nod_prompt_salutations"}]
 NOT_A_SYMPTOM = cmas.OPEN_VALUES
+SOCIAL = ("occupation", "residence", "travel")
+"""Record slots a clinician asks about as one topic, the social history ("what do you do for work, who is at home,
+any travel lately?"): a plan's travel risk factor and the general work and home questions share a turn."""
+
+
+def open_tail(cand: Candidate, picked: list[Candidate]) -> bool:
+    """Whether ``cand`` is the open "any other ...?" of a history group that names items of its slot type: said as the
+    end of their question ("... or any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), it is no item of
+    its own against the group's limit."""
+    q = cand.question
+    return (cand.group is not None and q.check is None and q.value.casefold() in cmas.OPEN_VALUES
+            and any(p.question.base == q.base and p.question.value.casefold() not in cmas.OPEN_VALUES
+                    and p.question.check is None for p in picked))
+
+
+def history_topic(base: str) -> str:
+    """The topic a history item is asked under with a plan: its slot type, the social history for :data:`SOCIAL`."""
+    return "social" if base in SOCIAL else base
 
 
 class QuestionnaireConfigError(ValueError):
@@ -366,13 +384,18 @@ class QuestionnairePolicy:
             for i, group in enumerate(cfg.after_plan or []):
                 for q in group:
                     yield Candidate("general_history", q, f"after:{i}")
+        # an item the plan gave its decisive check ("how much do you drink?") has had the attribute that matters to
+        # this complaint: the section's routine follow-ups of it ("how long have you been drinking?") are not asked
+        decided = [(a.base, a.value) for a in plan.risk_factors if a.check is not None] if plan is not None else []
         for sec in cfg.sections:
             for q in () if short else sec.ask:
                 yield Candidate(sec.stage, q)
             for base, checks in sec.followup.items():
                 for item in state.get(f"positive_{base}") or []:
                     value = item.get("value")
-                    if isinstance(value, str) and value.casefold() not in cmas.OPEN_VALUES:
+                    if not isinstance(value, str) or value.casefold() in cmas.OPEN_VALUES:
+                        continue
+                    if not any(b == base and self.vocab.same(base, v, value) for b, v in decided):
                         for c in checks:
                             yield Candidate(sec.stage, Question(base, value, c))
 
@@ -446,13 +469,42 @@ class QuestionnairePolicy:
     def plan_candidates(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
         """A complaint-led history: the main complaint's first checks (up to its onset), the red-flag screen, the
         rest of the characterisation, the associated groups (with each positive's decisive check), the risk factors.
-        The configured sections follow (what the plan asked is not asked again)."""
+        The configured sections follow (what the plan asked is not asked again).
+
+        A plan taken up later (the patient named another problem, or a red flag moved the interview: ``plan`` is not
+        the plan of the opening complaint) asks its complaint part, the screen of the new problem and its
+        characterisation, and then the opening plan's associated groups and risk factors go on: the new problem's
+        safety comes first, but the presentation, and the review that tells its causes apart, stay the patient's
+        first one (a tension headache mentioned at "anything else?" does not start a second full history)."""
+        opening = self.opening_plan(ctx)
+        yield from self.complaint_part(ctx, plan)
+        if opening is not None and opening.id != plan.id:
+            yield from self.complaint_part(ctx, opening)
+            yield from self.review_part(ctx, opening)
+        else:
+            yield from self.review_part(ctx, plan)
+
+    def opening_plan(self, ctx: TurnContext) -> Plan | None:
+        """The plan of the complaint the patient opened with (their first positive symptom named unprompted)."""
+        from policies.plan_choice import choose_plan
+
+        complaint = self.chief_complaint(ctx)
+        if not complaint or not self.config.plans:
+            return None
+        return choose_plan(ctx.state, self.config.plans, chief_complaint=complaint[:1], vocab=self.vocab)
+
+    def complaint_part(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
+        """The complaint's first checks (to its onset), the plan's red-flag screen (a slot type's items together, then
+        each positive's decisive check), the rest of the complaint's characterisation. Other problems the patient
+        named unprompted get the short history; a symptom the patient has only because a question named it gets its
+        decisive check (in the associated groups), never a second full characterisation."""
         state = ctx.state
         positives = self._positive_symptoms(state)
         complaint = self.chief_complaint(ctx)
         mains = [it for it in positives if plan.triggered_by(it, self.vocab)]
+        named = [it for it in mains if it["value"] in complaint]  # the plan's complaints, said unprompted
         others = [it for it in positives if it["value"] in complaint and it not in mains]  # named, not the plan's
-        first = (mains or others)[:1]
+        first = (named or mains or others)[:1]
         main_qs = self._characterise(plan, first[0]) if first else []
         n = self.config.questions_per_turn
         at = next((i for i, q in enumerate(main_qs) if q.check == "onset"), None)
@@ -471,13 +523,20 @@ class QuestionnairePolicy:
         for q in main_qs:
             if q not in head:
                 yield Candidate("hpi", q)
-        for item in mains[1:]:
-            for q in self._characterise(plan, item):
-                yield Candidate("hpi", q)
+        for item in named:
+            if item is not first[0]:
+                for q in self._characterise(plan, item):
+                    yield Candidate("hpi", q)
         for item in others:  # other problems the patient named themselves get the short history
             if item is not first[0]:
                 for q in self._characterise(plan, item, secondary=True):
                     yield Candidate("hpi", q)
+
+    def review_part(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
+        """The plan's associated groups (a system's groups together, up to three items a turn, then each positive's
+        decisive check) and its risk factors (one history topic's items together, the general questions of that topic
+        joining them)."""
+        state = ctx.state
         systems = dict.fromkeys(g.system for g in plan.associated)
         for system in systems:  # a system's groups pack together, up to three items a turn, then their one checks
             asks = [a for g in plan.associated if g.system == system for a in g.ask]
@@ -488,14 +547,14 @@ class QuestionnairePolicy:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("associated_symptoms", q)
         general = [q for g in self.config.after_plan or [] for q in g]
-        for base in dict.fromkeys(a.base for a in plan.risk_factors):  # one slot type's items pack together
-            risks = [a for a in plan.risk_factors if a.base == base]
+        for topic in dict.fromkeys(history_topic(a.base) for a in plan.risk_factors):  # one topic's items together
+            risks = [a for a in plan.risk_factors if history_topic(a.base) == topic]
             for a in risks:
                 if (q := self._ask(state, a)) is not None:
-                    yield Candidate("risk_factors", q, f"risk:{base}")
-            for q in general:  # a record's general questions join it ("how old are you? and your sex?"); the open
-                if q.base == base and base in cmas.RECORD_SLOTS:  # "any other conditions?" keeps its own turn
-                    yield Candidate("risk_factors", q, f"risk:{base}")
+                    yield Candidate("risk_factors", q, f"risk:{topic}")
+            for q in general:  # the general questions of that topic join it ("... or any other medicines?", "how old
+                if history_topic(q.base) == topic:  # are you? and your sex?", "... and have you travelled lately?")
+                    yield Candidate("risk_factors", q, f"risk:{topic}")
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
                     yield Candidate("risk_factors", found)
@@ -534,17 +593,17 @@ class QuestionnairePolicy:
             return self._out(FAREWELL, "close")
         plan = self.plan_for(ctx)
         picked: list[Candidate] = []
+        n = self.config.questions_per_turn
         for cand in self.open_questions(ctx, plan):
             same_item = any(
                 p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked
             )
             if picked and (cand.topic != picked[0].topic or (cand.question.screening and same_item)):
                 break
-            picked.append(cand)
-            n = self.config.questions_per_turn
-            limit = (PLAN_GROUP if n > 1 else 1) if picked[0].group is not None else n
-            if len(picked) >= limit:
+            limit = (PLAN_GROUP if n > 1 else 1) if (picked or [cand])[0].group is not None else n
+            if len([p for p in picked if not open_tail(p, picked)]) >= limit and not open_tail(cand, picked):
                 break
+            picked.append(cand)
         if picked:
             questions = [c.question for c in picked]
             return self._out(to_actions(questions), picked[0].stage, questions, plan)

@@ -41,6 +41,14 @@ _QUALIFIER = re.compile(r" (?:or|and|in|on|of|to|at|from|when|that|with|passing|
 _OWN_PLACE = re.compile(r"\s+(?:in|on) your [^()]+$")
 _ARTICLE = re.compile(r"^(?:a|an|any|the) ", re.I)
 DIAGNOSED = "ever been diagnosed with"
+OPEN_TAILS = {"medication": "any other medicines", "medical_history": "any other medical conditions",
+              "family_history": "any other conditions that run in the family"}
+SOCIAL_CLAUSES = {"occupation": "what you do for work", "residence": "who you live with",
+                  "travel": "whether you have travelled anywhere recently"}
+"""The open social-history questions asked together, as one question ("Could you tell me what you do for work, who you
+live with, and whether you have travelled anywhere recently?") rather than three questions in a row."""
+"""The open "any other ...?" said at the end of the named items of its slot type it follows, in one question ("Are
+you taking aspirin, warfarin or any other medicines?") rather than as a second question of the same thing."""
 
 
 def is_long(term: str) -> bool:
@@ -221,6 +229,9 @@ class TemplateNLG:
         groups: list[list[Sentence]] = []
         said: set[tuple[str, str]] = set()  # items named so far: a long name is said once, then referred to
         only_chit_chat = all(a["action"] == "chit-chat" for a in actions)
+        actions, social = self._social(actions)
+        if social:
+            groups.append([Sentence(social)])
         for act in actions:
             kind = act["action"]
             if kind == "nod_prompt_salutations":
@@ -251,6 +262,25 @@ class TemplateNLG:
                 out.append(text)
                 prev_question = s.question
         return " ".join(out)
+
+    @staticmethod
+    def _social(actions: list[dict]) -> tuple[list[dict], str | None]:
+        """Two or more open social-history questions (work, home, travel) as one question; the other actions."""
+        def open_social(act: dict) -> str | None:
+            bases = [b for b in act if b != "action"]
+            if act["action"] != "inquire" or len(bases) != 1 or bases[0] not in SOCIAL_CLAUSES:
+                return None
+            items = act[bases[0]] or []
+            is_open = len(items) == 1 and not items[0].get("checks") and (
+                str(items[0].get("value", "")).casefold() in cmas.OPEN_VALUES)
+            return bases[0] if is_open else None
+
+        found = [b for a in actions if (b := open_social(a))]
+        if len(found) < 2:
+            return actions, None
+        clauses = [SOCIAL_CLAUSES[b] for b in found]
+        rest = [a for a in actions if not open_social(a)]
+        return rest, f"Could you tell me {', '.join(clauses[:-1])} and {clauses[-1]}?"
 
     # ------------------------------------------------------------------ diagnosis
 
@@ -294,9 +324,17 @@ class TemplateNLG:
     def _screen(self, base: str, entries: list[tuple[str, list[str]]], said: set[tuple[str, str]]) -> list[Sentence]:
         """Whether the patient has any of ``entries`` (value, places): special questions alone, the rest in one
         question."""
+        tail = OPEN_TAILS.get(base)
+        named = [v for v, _ in entries if v.casefold() not in cmas.OPEN_VALUES]
+        if tail and named and len(named) < len(entries):  # "Are you taking aspirin or any other medicines?"
+            entries = [(v, p) for v, p in entries if v.casefold() not in cmas.OPEN_VALUES]
+        else:
+            tail = None
         special = [self.lex.question(base, v) for v, _ in entries]
         rest = [e for e, q in zip(entries, special, strict=True) if not q]
         said.update((base, v) for v, _ in entries)
+        if tail and not rest:  # every named item has its own question: the open one keeps its own too
+            return [Sentence(q) for q in special if q] + [Sentence(self.lex.question(base, "other") or tail)]
         if not rest:
             return [Sentence(q) for q in special if q]
         values = [v for v, _ in rest]
@@ -307,9 +345,9 @@ class TemplateNLG:
             case "symptom":
                 text = f"Have you had any {join_or(self._symptom_phrases(rest))}?"
             case "medical_history":
-                text = f"Have you {self._history(values)}?"
+                text = f"Have you {self._history(values, tail)}?"
             case "family_history":
-                text = f"Does anyone in your family have {join_or(terms)}?"
+                text = f"Does anyone in your family have {join_or(terms + ([tail] if tail else []))}?"
             case "habit":
                 verbs = [self.lex.habit_verbs[v.casefold()][0] for v in values if v.casefold() in self.lex.habit_verbs]
                 used = [self.lex.term("habit", v) for v in values if v.casefold() not in self.lex.habit_verbs]
@@ -317,7 +355,7 @@ class TemplateNLG:
             case "exposure":
                 text = f"Have you been {self._exposure(values, [])}?"
             case "medication":
-                text = f"Are you taking {join_or(terms)}?"
+                text = f"Are you taking {join_or(terms + ([tail] if tail else []))}?"
             case "medical_test":
                 text = f"Have you had {join_or([self._test(v) for v in values])}?"
             case "disease":
@@ -370,13 +408,16 @@ class TemplateNLG:
             return f"{term} that spreads to your {join_or([self.lex.location(p) for p in places])}"
         return f"{term} {self.lex.where(places)}"
 
-    def _history(self, values: list[str]) -> str:
+    def _history(self, values: list[str], tail: str | None = None) -> str:
         """What follows "Have you" for history items: conditions after "ever been diagnosed with", an event or an
-        activity after its own verb ("ever had a head injury", "been in hospital recently")."""
+        activity after its own verb ("ever had a head injury", "been in hospital recently"); ``tail``, the open "any
+        other conditions", goes with the diagnoses."""
         by_verb: dict[str, list[str]] = {}
         for v in values:
             by_verb.setdefault(self.lex.history_verbs.get(v.casefold(), DIAGNOSED), []).append(
                 self.lex.term("medical_history", v))
+        if tail:
+            by_verb.setdefault(DIAGNOSED, []).append(tail)
         return ", or ".join(f"{verb} {join_or(objs)}" for verb, objs in by_verb.items())
 
     def _mention(

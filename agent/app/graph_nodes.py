@@ -258,7 +258,7 @@ class Nodes:
             best[f["id"]] = min(best.get(f["id"], rank(None)), rank(f.get("level")))
         fired = _check_red_flags(self.agent, state)
         earlier = [t.text for t in s.turns[:turn] if t.speaker == "patient"]
-        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules,
+        fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules, state=state,
                                                              opening=bool(said) and is_opening(earlier))]
         out: dict[str, dict] = {}
         for f in fired:

@@ -72,6 +72,17 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Context:
+    """What must be known before a rule's words alone raise it: a headache is a red flag in pregnancy (pre-eclampsia)
+    and not otherwise. Met when a clause of the same turn says it (``phrases`` whole-word, or ``descriptions`` by the
+    sentence encoder at the firing similarity), not denied and not about a relative, or when the state holds the
+    rule's ``all_of`` (said in an earlier turn: "I'm 30 weeks pregnant", then "I keep seeing flashing lights")."""
+
+    phrases: tuple[str, ...] = ()
+    descriptions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     message: str
@@ -83,6 +94,7 @@ class Rule:
     descriptions: tuple[str, ...] = ()  # what a patient with this flag says: the semantic matcher's references
     source: str = ""  # the guideline the red-flag set comes from
     hedge_keeps_level: bool = False  # a hedge is how patients say it (self-harm, suicide): never "possible"
+    context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
 
 
 @dataclass(frozen=True)
@@ -203,6 +215,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         keeps = r.get("hedge_keeps_level", False)
         if not isinstance(keeps, bool):
             raise RuleError(f"{where}: 'hedge_keeps_level' must be true or false")
+        context = _context(r.get("context"), where)
+        if context is not None and not all_of:
+            raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
         seen.add(rid)
         rules.append(
             Rule(
@@ -216,6 +231,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 tuple(" ".join(d.split()) for d in descriptions),
                 source.strip(),
                 keeps,
+                context,
             )
         )
     finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
@@ -224,7 +240,17 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level"}
+              "hedge_keeps_level", "context"}
+
+
+def _context(raw: object, where: str) -> Context | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"phrases", "descriptions"} or not raw:
+        raise RuleError(f"{where}: 'context' must be a mapping with 'phrases' and/or 'descriptions'")
+    phrases = _texts(raw.get("phrases"), f"{where}: 'context.phrases'")
+    descriptions = _texts(raw.get("descriptions"), f"{where}: 'context.descriptions'")
+    return Context(tuple(" ".join(p.lower().split()) for p in phrases), tuple(" ".join(d.split()) for d in descriptions))
 
 
 def _texts(raw: object, where: str) -> list[str]:
@@ -417,10 +443,13 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     past = np.array([c.historical for c in clauses])[:, None]
     ref_negated = np.array([neg for _, _, neg in refs])[None, :]
     keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
+    # a rule with a context (a pregnancy) is not contrasted with the ordinary complaints: in its context the ordinary
+    # complaint is the sign (a headache at 34 weeks); without it the rule raises nothing (:func:`_context_met`)
+    in_context = np.array([rules.rules[i].context is not None for i, _, _ in refs])[None, :]
     usable = (
         (~negated | ref_negated)
         & (~past | keeps)  # context: no denial, no past (but self-harm's)
-        & (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin)  # nearer the flag than the ordinary
+        & (in_context | (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin))  # nearer than the ordinary
         & (sims >= rules.screen.possible)
     )
     best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
@@ -441,7 +470,30 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     return out
 
 
-def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False) -> list[RedFlag]:
+def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: RuleSet) -> bool:
+    """Whether what ``rule.context`` needs is known: the state holds the rule's ``all_of``, or a clause of ``text``
+    that is neither denied nor about a relative says it (a context phrase as whole words, or a context description
+    at the firing similarity)."""
+    ctx = rule.context
+    if ctx is None:
+        return True
+    if state and all(_matches(state, cond, rules.vocab) for cond in rule.all_of):
+        return True
+    clauses = [c for c in rules.clauses.clauses(text) if not c.negated and not c.family]
+    if not clauses:
+        return False
+    words = [" ".join(re.findall(r"[a-z0-9']+", c.text.lower())) for c in clauses]
+    if any(re.search(rf"(?<![a-z0-9']){re.escape(p)}(?![a-z0-9'])", w) for p in ctx.phrases for w in words):
+        return True
+    if not ctx.descriptions:
+        return False
+    encoder = rules.encoder or default_encoder()
+    sims = encoder.embed([gloss(c.text) for c in clauses]) @ encoder.embed_references(list(ctx.descriptions)).T
+    return bool((sims >= rules.screen.fire).any())
+
+
+def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False,
+                     state: dict[str, Any] | None = None) -> list[RedFlag]:
     """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
     (whole words) and the semantic screen (each clause against the rules' descriptions), both reading ConText
     ("no blood in my sputum" and "my father coughed up blood" do not fire). Recall before precision: a hedged or
@@ -465,6 +517,15 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
         if LEVELS.index(flag.level) < LEVELS.index(have.level):
             have.level = flag.level
         have.evidence.extend(flag.evidence)
+    for rule in rules.rules:  # a rule that needs a context (a pregnancy) raises nothing from words without it, and
+        if rule.context is None:  # with it, a sign the state already holds raises it ("I'm 30 weeks" after a headache)
+            continue
+        if not _context_met(rule, text, state, rules):
+            found.pop(rule.id, None)
+        elif rule.id not in found and state and (held := [e for c in rule.any_of
+                                                          for e in _matches(state, c, rules.vocab)]):
+            said = [{"text": text, "match": "context"}]
+            found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, *said])
     if relative:
         for flag in found.values():
             for e in flag.evidence:

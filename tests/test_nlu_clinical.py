@@ -242,3 +242,25 @@ def test_a_word_that_only_shares_a_stem_names_nothing(nlu):
     """"weary" and "wear" share no stem: wearing glasses says nothing about tiredness."""
     s = slots(nlu.frames("I wear glasses for reading"))
     assert not values(s, "positive_symptom")
+
+
+def test_a_no_that_denies_something_else_leaves_the_asked_items_unanswered(nlu):
+    """Issue 17, short answers apply only to answers: a "no" whose object is not what was asked (no word of the
+    question, and far from the asked items' names) denies that object, not the asked item; one that refers back or
+    says the asked item in other words still answers it."""
+    def reply(question: str, value: str, text: str) -> list[dict]:
+        ctx = TurnContext(turns=[("doctor", question), ("patient", text)], state={},
+                          past_actions=[ask("symptom", value)])
+        return nlu.understand(ctx).value
+
+    def denied(frames: list[dict]) -> set[str]:
+        return {it["value"] for f in frames for it in (f.get("slots") or {}).get("negative_symptom") or []}
+
+    assert "vision loss" not in denied(reply("Have you lost any of your sight?", "vision loss",
+                                             "No, I haven't had any zigzag patterns."))
+    assert "hemoptysis" not in denied(reply("Have you coughed up any blood?", "hemoptysis",
+                                            "No, I haven't had any night cramps."))
+    assert denied(reply("Have you lost any of your sight?", "vision loss", "No, nothing like that.")) == {
+        "vision loss"}
+    assert "vision loss" in denied(reply("Have you lost any of your sight?", "vision loss",
+                                         "No, I haven't had any trouble with my sight."))

@@ -90,3 +90,27 @@ def test_text_rules_read_context():
     assert check_text_flags("I haven't been coughing up blood.", rules) == []
     flag = check_text_flags("I passed out.", rules)[0]
     assert flag.evidence[0] == {"text": "passed out", "sentence": "I passed out.", "match": "phrase"}
+
+
+def test_a_rule_with_a_context_needs_it_in_the_words_or_the_state():
+    """Pre-eclampsia (NICE NG133): a headache or blurred sight is a red flag in pregnancy or just after a birth, and
+    an ordinary complaint otherwise. The context is read from the same turn (not when denied) or from the state."""
+    rules = default_rules()
+
+    def ids(text, state=None):
+        return [f.id for f in check_text_flags(text, rules, state=state)]
+
+    assert "pre_eclampsia" in ids("I'm twenty-eight weeks pregnant and since this morning I see shimmering lights "
+                                  "in front of my eyes.")
+    assert "pre_eclampsia" in ids("My midwife is seeing me on Friday but my face and both hands swelled up "
+                                  "overnight.")
+    assert "pre_eclampsia" not in ids("Since this morning I see shimmering lights in front of my eyes.")
+    assert "pre_eclampsia" not in ids("I'm definitely not pregnant. My face and both hands swelled up overnight.")
+    assert "pre_eclampsia" not in ids("I'm twenty-eight weeks pregnant and my eyesight is fine, no lights or spots.")
+    pregnant = {"positive_medical_history": [{"value": "pregnancy"}]}
+    assert "pre_eclampsia" in ids("Since this morning I see shimmering lights in front of my eyes.", pregnant)
+    # the context said now, the sign already in the state: the two together raise it
+    blurred = {"positive_symptom": [{"value": "visual impairment"}]}
+    assert "pre_eclampsia" in ids("Oh, and I should say I'm expecting a baby in May.", blurred)
+    assert "pre_eclampsia" not in ids("Oh, and I should say I'm expecting a parcel in May.", blurred)
+

@@ -271,6 +271,10 @@ def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
          "'level' belongs to an any_of condition"),
         ("rules: [{id: a, message: m, level: emergency, any_of: [{slot: symptom, values: [fever], level: urgent}]}]",
          "level 'urgent' must be a level above the rule's"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [fever]}], context: {phrases: [x]}}]",
+         "a 'context' needs 'all_of'"),
+        ("rules: [{id: a, message: m, all_of: [{slot: symptom, values: [fever]}], context: [x]}]",
+         "'context' must be a mapping"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):

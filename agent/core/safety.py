@@ -250,7 +250,8 @@ def _context(raw: object, where: str) -> Context | None:
         raise RuleError(f"{where}: 'context' must be a mapping with 'phrases' and/or 'descriptions'")
     phrases = _texts(raw.get("phrases"), f"{where}: 'context.phrases'")
     descriptions = _texts(raw.get("descriptions"), f"{where}: 'context.descriptions'")
-    return Context(tuple(" ".join(p.lower().split()) for p in phrases), tuple(" ".join(d.split()) for d in descriptions))
+    return Context(tuple(" ".join(p.lower().split()) for p in phrases),
+                   tuple(" ".join(d.split()) for d in descriptions))
 
 
 def _texts(raw: object, where: str) -> list[str]:

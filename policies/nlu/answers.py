@@ -72,6 +72,18 @@ _HOW_OFTEN = re.compile(r"\b(?:every (?:other )?(?:day|night|week|weekend|mornin
 """How often a habit is kept ("every other day", "ten a day", "most nights"): said, it shows the habit is kept."""
 
 
+_DENIED_OBJECT = re.compile(
+    r"\b(?:haven't|have not|hasn't|has not|don't|do not|didn't|did not|never|not)\s+(?:really\s+|ever\s+)?"
+    r"(?:had|have|got|noticed|seen|felt|experienced|been having|been getting|get|getting)\s+"
+    r"(?:(?:any|an?|much|the|my)\s+)?(?P<obj>[a-z][a-z' -]*?)\s*"
+    r"(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|so far)\b|$)")
+"""What a denial denies: "No, I haven't had any <object>" / "I don't get <object>"."""
+_NOT_AN_OBJECT = frozenset("anything something that it them those this these one such like sort kind".split())
+SYNONYM_SIMILARITY = 0.45
+"""Cosine similarity (the embedded all-MiniLM-L6-v2) at which a denied object unknown to the lexicon is taken for an
+asked item in other words ("any blood in your urine?" - "No, my wee's been a normal colour")."""
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -119,6 +131,8 @@ class AnswerReader:
         )
         topic = named_purpose or self.doctor_topic(doctor)
         doctor_factors = self.doctor_factors(doctor, polarity)
+        if polarity == "deny" and not named and self.denies_something_else(text, doctor, asked):
+            return  # "No, I haven't had any flashing lights" to "any vision loss?": the asked items stay unanswered
         for base, value, checks in asked:
             spec = cmas.SLOTS[base]
             if not spec.medical:
@@ -188,6 +202,35 @@ class AnswerReader:
                 cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions)
         return (polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text)
                 and any(cmas.SLOTS[m.base].medical for m in mentions))
+
+    def denies_something_else(self, text: str, doctor: str, asked: list[Asked]) -> bool:
+        """Whether a "no" reply that does not name the asked items denies something else: "No, I haven't had any
+        flashing lights" (or "... any cramps", which the NLU records as denied) to "any loss of vision?" says nothing
+        of the vision loss. The denied object, in the sentence the "no" opens, is the asked item when it repeats a
+        word of the question or, said otherwise, is near one of the asked items' names by the sentence encoder
+        (:data:`SYNONYM_SIMILARITY`); "No, nothing like that" refers back, and "No, and no headaches either" is the
+        question's no and one more."""
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        from agent.core.semantic import default_encoder
+
+        first = re.split(r"(?<=[.!?])\s+", attr.clean(text).strip())[0]  # the sentence the "no" opens
+        m = _DENIED_OBJECT.search(first)
+        if m is None or re.search(r"\b(?:either|neither|too|as well|also)\b", first):
+            return False  # "No, and I don't get headaches either": the question's no, and another
+        words = [w for w in re.findall(r"[a-z]+", m.group("obj")) if w not in STOP_WORDS and w not in _NOT_AN_OBJECT]
+        if not words:
+            return False
+        question = {w.rstrip("s") for w in re.findall(r"[a-z]+", doctor.lower())}
+        if any(w.rstrip("s") in question for w in words):
+            return False
+        names = [n for b, v, _ in asked if cmas.SLOTS[b].medical
+                 for n in (v, *self.lexicon.phrases(b, v)) if n.casefold() not in cmas.OPEN_VALUES]
+        if not names:
+            return False
+        encoder = default_encoder()
+        sims = encoder.embed([m.group("obj")]) @ encoder.embed_references(sorted(set(names))).T
+        return float(sims.max()) < SYNONYM_SIMILARITY
 
     @staticmethod
     def no_determines(mentions: list[Mention]) -> bool:

@@ -264,3 +264,15 @@ def test_a_no_that_denies_something_else_leaves_the_asked_items_unanswered(nlu):
         "vision loss"}
     assert "vision loss" in denied(reply("Have you lost any of your sight?", "vision loss",
                                          "No, I haven't had any trouble with my sight."))
+
+
+def test_a_condition_the_patient_asks_about_is_not_their_history(nlu):
+    """A patient's own question names what they wonder about, not what they have; "my asthma" in it is theirs."""
+    def history(text: str) -> dict[str, set[str]]:
+        s = slots(nlu.frames(text))
+        return {k: values(s, k) for k in ("positive_medical_history", "unknown_medical_history") if s.get(k)}
+
+    assert history("Do you reckon I could be pregnant?") == {"unknown_medical_history": {"pregnancy"}}
+    assert history("Might this be diabetes, doctor?") == {"unknown_medical_history": {"diabetes mellitus"}}
+    assert history("Is this my asthma again?") == {"positive_medical_history": {"asthma"}}
+    assert history("I'm twenty weeks pregnant.") == {"positive_medical_history": {"pregnancy"}}

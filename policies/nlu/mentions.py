@@ -70,6 +70,9 @@ class MentionFinder:
             status = f.status
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
+            if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
+                    and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
+                status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
             out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
         return out, [attr.clean(s) for s in sents]
 
@@ -84,6 +87,12 @@ class MentionFinder:
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
 
+
+_ASKING = re.compile(r"^\W*(?:(?:so|but|and|oh|well)\W+)?(?:could|can|might|may|is|are|am|was|were|would|should|"
+                    r"will|do you \w+|does|did)\b.*\?\W*$", re.I | re.S)
+"""A patient's own yes/no question ("Could it be my heart?", "Do you think I'm pregnant?"): a condition it names is
+what the patient wonders about, so it is unknown, never the patient's history. (A symptom in such a question, "Is the
+cough serious?", is presupposed and keeps its status.)"""
 
 _VACCINE_AFTER = re.compile(r"^\W*(?:jabs?|shots?|vaccines?|vaccinations?|vaccinated|immuni[sz]ations?|boosters?)\b",
                             re.I)

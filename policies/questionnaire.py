@@ -386,7 +386,8 @@ class QuestionnairePolicy:
                     yield Candidate("general_history", q, f"after:{i}")
         # an item the plan gave its decisive check ("how much do you drink?") has had the attribute that matters to
         # this complaint: the section's routine follow-ups of it ("how long have you been drinking?") are not asked
-        decided = [(a.base, a.value) for a in plan.risk_factors if a.check is not None] if plan is not None else []
+        plans = [p for p in (plan, self.opening_plan(ctx) if plan is not None else None) if p is not None]
+        decided = [(a.base, a.value) for p in plans for a in p.risk_factors if a.check is not None]
         for sec in cfg.sections:
             for q in () if short else sec.ask:
                 yield Candidate(sec.stage, q)

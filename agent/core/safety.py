@@ -127,10 +127,20 @@ class RuleSet:
     clauses: ClauseReader = field(default_factory=default_clause_reader)
     encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
     ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
+    _context_embeddings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @cached_property
     def ordinary_embeddings(self) -> np.ndarray:
         return (self.encoder or default_encoder()).embed_references(list(self.ordinary))
+
+    def context_embeddings(self, rule_id: str) -> np.ndarray:
+        """Unit embeddings of a rule's context descriptions, computed once per rule set."""
+        if rule_id not in self._context_embeddings:
+            rule = next(r for r in self.rules if r.id == rule_id)
+            texts = list(rule.context.descriptions) if rule.context else []
+            encoder = self.encoder or default_encoder()
+            self._context_embeddings[rule_id] = encoder.embed_references(texts) if texts else np.zeros((0, 1))
+        return self._context_embeddings[rule_id]
 
     @cached_property
     def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
@@ -489,7 +499,7 @@ def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: Rul
     if not ctx.descriptions:
         return False
     encoder = rules.encoder or default_encoder()
-    sims = encoder.embed([gloss(c.text) for c in clauses]) @ encoder.embed_references(list(ctx.descriptions)).T
+    sims = encoder.embed([gloss(c.text) for c in clauses]) @ rules.context_embeddings(rule.id).T
     return bool((sims >= rules.screen.fire).any())
 
 
@@ -521,12 +531,14 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     for rule in rules.rules:  # a rule that needs a context (a pregnancy) raises nothing from words without it, and
         if rule.context is None:  # with it, a sign the state already holds raises it ("I'm 30 weeks" after a headache)
             continue
+        held = ([] if rule.id in found or not state
+                else [e for c in rule.any_of for e in _matches(state, c, rules.vocab)])
+        if rule.id not in found and not held:
+            continue  # nothing to raise: the context is not read (most turns)
         if not _context_met(rule, text, state, rules):
             found.pop(rule.id, None)
-        elif rule.id not in found and state and (held := [e for c in rule.any_of
-                                                          for e in _matches(state, c, rules.vocab)]):
-            said = [{"text": text, "match": "context"}]
-            found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, *said])
+        elif rule.id not in found:
+            found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, {"text": text, "match": "context"}])
     if relative:
         for flag in found.values():
             for e in flag.evidence:

@@ -137,3 +137,17 @@ def test_invalid_actions_raise_a_clear_error(nlg):
         nlg.verbalize([{"action": "inquire", "symptom": [{"value": "fever", "checks": [{"type": "colour"}]}]}], LATER)
     with pytest.raises(cmas.CMASError):
         nlg.verbalize([{"action": "prescribe"}], LATER)
+
+
+def test_an_open_other_ends_its_groups_question_and_the_social_history_is_one_question(nlg):
+    """ "... or any other medicines?" closes the named items' question instead of asking the same thing twice; the
+    open work, home and travel questions of one turn are one question."""
+    text = say(nlg, [{"action": "inquire", "medication": [{"value": "aspirin"}, {"value": "other"}]}])
+    assert text.count("?") == 1 and text.endswith("any other medicines?") and "aspirin" in text
+    text = say(nlg, [{"action": "inquire", "family_history": [{"value": "stroke"}, {"value": "other"}]}])
+    assert text.count("?") == 1 and "any other conditions that run in the family" in text
+    alone = say(nlg, [{"action": "inquire", "medication": [{"value": "other"}]}])
+    assert alone.count("?") == 1 and "other medicines" not in alone  # asked alone it keeps its own question
+    social = [{"action": "inquire", b: [{"value": "other"}]} for b in ("occupation", "residence", "travel")]
+    text = say(nlg, social)
+    assert text.count("?") == 1 and all(w in text for w in ("work", "live", "travelled"))

@@ -303,3 +303,28 @@ def test_with_plans_never_asks_what_the_gold_states_answer_nor_what_gold_doctors
                 checked += 1
             past.append(u.actions)
     assert checked == 104
+
+
+# --------------------------------------------------------------------------- a problem named later
+
+
+def test_a_problem_named_later_gets_its_screen_and_the_opening_review_goes_on(with_plans):
+    """A patient who opened with low mood and mentions headaches later: the headache's red-flag screen comes first
+    (its plan is followed now), then the opening plan's associated groups and risk factors, never the headache
+    plan's own review (a second full history)."""
+    from agent.core.protocol import TurnContext
+
+    state = {"positive_symptom": [{"value": "low mood", "onset": "two months ago"}, {"value": "headache"}]}
+    ctx = TurnContext(state=state, past_actions=[[{"action": "nod_prompt_salutations"}]])
+    plan = with_plans.plan_for(ctx)
+    assert plan is not None and plan.id == "headache"
+    assert with_plans.opening_plan(ctx).id == "low_mood_anxiety"
+    cands = list(with_plans.open_questions(ctx, plan))
+    screen = {(a.base, a.value) for s in PLANS["headache"].red_flag_screen for a in s.ask}
+    assert (cands[0].stage, (cands[0].question.base, cands[0].question.value)) in {
+        ("hpi", ("symptom", "headache")), *(("red_flag_screen", k) for k in screen)}
+    review = {(c.question.base, c.question.value) for c in cands if c.stage in ("associated_symptoms", "risk_factors")}
+    opening = {(a.base, a.value) for g in PLANS["low_mood_anxiety"].associated for a in g.ask}
+    opening |= {(a.base, a.value) for a in PLANS["low_mood_anxiety"].risk_factors}
+    headache_only = {(a.base, a.value) for g in PLANS["headache"].associated for a in g.ask} - opening - screen
+    assert review & opening and not review & headache_only

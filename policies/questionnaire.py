@@ -350,11 +350,12 @@ class QuestionnairePolicy:
     def candidates(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
         """Every question the interview may still ask, in order; ``plan``: the presentation plan of the turn
         (:meth:`plan_for`), None for the review of systems."""
+        opening = self.opening_plan(ctx) if plan is not None else None
         if plan is not None:
-            yield from self.plan_candidates(ctx, plan)
+            yield from self.plan_candidates(ctx, plan, opening)
         else:
             yield from self.review_candidates(ctx)
-        yield from self.section_candidates(ctx, plan)
+        yield from self.section_candidates(ctx, plan, opening)
 
     def review_candidates(self, ctx: TurnContext) -> Iterator[Candidate]:
         """Today's interview without a plan: each positive symptom's history, its system's symptoms, the review of
@@ -374,10 +375,12 @@ class QuestionnairePolicy:
             for q in cfg.systems[system]:
                 yield Candidate("review_of_systems", q)
 
-    def section_candidates(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
+    def section_candidates(self, ctx: TurnContext, plan: Plan | None = None,
+                           opening: Plan | None = None) -> Iterator[Candidate]:
         """The configured sections, in order, with their follow-ups about what the patient has. After a presentation
         plan (and ``after_plan`` configured) only the ``after_plan`` groups are asked, a group a turn: the plan's risk
-        factors asked what matters to the complaint, and the turns a general review would take are the clinician's."""
+        factors asked what matters to the complaint, and the turns a general review would take are the clinician's.
+        ``opening``: the plan of the opening complaint (:meth:`opening_plan`), whose decisive checks count too."""
         state, cfg = ctx.state, self.config
         short = plan is not None and cfg.after_plan is not None
         if short:
@@ -386,7 +389,7 @@ class QuestionnairePolicy:
                     yield Candidate("general_history", q, f"after:{i}")
         # an item the plan gave its decisive check ("how much do you drink?") has had the attribute that matters to
         # this complaint: the section's routine follow-ups of it ("how long have you been drinking?") are not asked
-        plans = [p for p in (plan, self.opening_plan(ctx) if plan is not None else None) if p is not None]
+        plans = [p for p in (plan, opening) if p is not None]
         decided = [(a.base, a.value) for p in plans for a in p.risk_factors if a.check is not None]
         for sec in cfg.sections:
             for q in () if short else sec.ask:
@@ -467,7 +470,7 @@ class QuestionnairePolicy:
             return None
         return Question(a.base, a.value, a.check)
 
-    def plan_candidates(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
+    def plan_candidates(self, ctx: TurnContext, plan: Plan, opening: Plan | None = None) -> Iterator[Candidate]:
         """A complaint-led history: the main complaint's first checks (up to its onset), the red-flag screen, the
         rest of the characterisation, the associated groups (with each positive's decisive check), the risk factors.
         The configured sections follow (what the plan asked is not asked again).
@@ -476,8 +479,8 @@ class QuestionnairePolicy:
         the plan of the opening complaint) asks its complaint part, the screen of the new problem and its
         characterisation, and then the opening plan's associated groups and risk factors go on: the new problem's
         safety comes first, but the presentation, and the review that tells its causes apart, stay the patient's
-        first one (a tension headache mentioned at "anything else?" does not start a second full history)."""
-        opening = self.opening_plan(ctx)
+        first one (a tension headache mentioned at "anything else?" does not start a second full history).
+        ``opening``: :meth:`opening_plan`, computed once a turn by :meth:`candidates`."""
         yield from self.complaint_part(ctx, plan)
         if opening is not None and opening.id != plan.id:
             yield from self.complaint_part(ctx, opening)

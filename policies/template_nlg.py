@@ -43,12 +43,12 @@ _ARTICLE = re.compile(r"^(?:a|an|any|the) ", re.I)
 DIAGNOSED = "ever been diagnosed with"
 OPEN_TAILS = {"medication": "any other medicines", "medical_history": "any other medical conditions",
               "family_history": "any other conditions that run in the family"}
+"""The open "any other ...?" said at the end of the named items of its slot type it follows, in one question ("Are
+you taking aspirin, warfarin or any other medicines?") rather than as a second question of the same thing."""
 SOCIAL_CLAUSES = {"occupation": "what you do for work", "residence": "who you live with",
                   "travel": "whether you have travelled anywhere recently"}
 """The open social-history questions asked together, as one question ("Could you tell me what you do for work, who you
 live with, and whether you have travelled anywhere recently?") rather than three questions in a row."""
-"""The open "any other ...?" said at the end of the named items of its slot type it follows, in one question ("Are
-you taking aspirin, warfarin or any other medicines?") rather than as a second question of the same thing."""
 
 
 def is_long(term: str) -> bool:

@@ -127,20 +127,18 @@ class RuleSet:
     clauses: ClauseReader = field(default_factory=default_clause_reader)
     encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
     ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
-    _context_embeddings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    context_finder: PhraseFinder | None = None  # the rules' context phrases, keyed by rule id, with ConText status
 
     @cached_property
     def ordinary_embeddings(self) -> np.ndarray:
         return (self.encoder or default_encoder()).embed_references(list(self.ordinary))
 
-    def context_embeddings(self, rule_id: str) -> np.ndarray:
-        """Unit embeddings of a rule's context descriptions, computed once per rule set."""
-        if rule_id not in self._context_embeddings:
-            rule = next(r for r in self.rules if r.id == rule_id)
-            texts = list(rule.context.descriptions) if rule.context else []
-            encoder = self.encoder or default_encoder()
-            self._context_embeddings[rule_id] = encoder.embed_references(texts) if texts else np.zeros((0, 1))
-        return self._context_embeddings[rule_id]
+    @cached_property
+    def context_embeddings(self) -> dict[str, np.ndarray]:
+        """Unit embeddings of each context rule's context descriptions, by rule id."""
+        encoder = self.encoder or default_encoder()
+        return {r.id: encoder.embed_references(list(r.context.descriptions))
+                for r in self.rules if r.context is not None and r.context.descriptions}
 
     @cached_property
     def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
@@ -245,8 +243,10 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
             )
         )
     finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
+    context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
-    return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary)
+    return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary,
+                   context_finder=context_finder)
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
@@ -490,17 +490,14 @@ def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: Rul
         return True
     if state and all(_matches(state, cond, rules.vocab) for cond in rule.all_of):
         return True
-    clauses = [c for c in rules.clauses.clauses(text) if not c.negated and not c.family]
-    if not clauses:
-        return False
-    words = [" ".join(re.findall(r"[a-z0-9']+", c.text.lower())) for c in clauses]
-    if any(re.search(rf"(?<![a-z0-9']){re.escape(p)}(?![a-z0-9'])", w) for p in ctx.phrases for w in words):
+    if rules.context_finder is not None and any(
+            f.key == rule.id and f.status != "negative" and not f.family for f in rules.context_finder.find(text)[0]):
         return True
-    if not ctx.descriptions:
+    clauses = [c for c in rules.clauses.clauses(text) if not c.negated and not c.family]
+    if not clauses or rule.id not in rules.context_embeddings:
         return False
-    encoder = rules.encoder or default_encoder()
-    sims = encoder.embed([gloss(c.text) for c in clauses]) @ rules.context_embeddings(rule.id).T
-    return bool((sims >= rules.screen.fire).any())
+    sims = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
+    return bool((sims @ rules.context_embeddings[rule.id].T >= rules.screen.fire).any())
 
 
 def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False,

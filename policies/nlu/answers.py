@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 
+from spacy.lang.en.stop_words import STOP_WORDS
+
 from agent.core import cmas
 from agent.core.ontology import Vocabulary
+from agent.core.semantic import default_encoder
 from policies.nlu import attributes as attr
 from policies.nlu.details import COUGH_KIND, DetailReader
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
@@ -210,10 +213,6 @@ class AnswerReader:
         word of the question or, said otherwise, is near one of the asked items' names by the sentence encoder
         (:data:`SYNONYM_SIMILARITY`); "No, nothing like that" refers back, and "No, and no headaches either" is the
         question's no and one more."""
-        from spacy.lang.en.stop_words import STOP_WORDS
-
-        from agent.core.semantic import default_encoder
-
         first = re.split(r"(?<=[.!?])\s+", attr.clean(text).strip())[0]  # the sentence the "no" opens
         m = _DENIED_OBJECT.search(first)
         if m is None or re.search(r"\b(?:either|neither|too|as well|also)\b", first):
@@ -228,8 +227,7 @@ class AnswerReader:
                  for n in (v, *self.lexicon.phrases(b, v)) if n.casefold() not in cmas.OPEN_VALUES]
         if not names:
             return False
-        encoder = default_encoder()
-        sims = encoder.embed([m.group("obj")]) @ encoder.embed_references(sorted(set(names))).T
+        sims = default_encoder().embed([m.group("obj")]) @ default_encoder().embed(sorted(set(names))).T
         return float(sims.max()) < SYNONYM_SIMILARITY
 
     @staticmethod

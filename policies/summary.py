@@ -27,7 +27,7 @@ from typing import Any
 
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary
-from agent.core.safety import level_rank
+from agent.core.safety import Rule, RuleSet, context_held, default_rules, level_rank
 from policies.plan_choice import choose_plan
 from policies.presentations import Consideration, Plan, PlanItem
 
@@ -148,9 +148,14 @@ def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary) -> list[Weighed]
 # --------------------------------------------------------------------------- the red-flag screen
 
 
-def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vocab: Vocabulary) -> list[dict]:
+def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vocab: Vocabulary,
+                  rules: RuleSet | None = None) -> list[dict]:
     """Each rule the plans screen, and every rule raised: ``positive`` (raised in the session), ``negative`` (every
-    screen question of the rule answered no) or ``incomplete`` (with the items still unanswered)."""
+    screen question of the rule answered no), ``incomplete`` (with the items still unanswered), or ``not
+    applicable``: a rule with a context (pre-eclampsia needs a pregnancy) whose context the state does not hold. A
+    headache plan screens pre-eclampsia through vision loss, and "no loss of vision" from a 67-year-old man is no
+    negative pre-eclampsia screen: the clinician sees what the rule needs and whether it was denied or never said."""
+    by_id: dict[str, Rule] = {r.id: r for r in (rules or default_rules()).rules}
     out: dict[str, dict] = {}
     for f in raised:  # a rule raised again at a more severe level shows at that level
         rid = f.get("id")
@@ -170,12 +175,28 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
                     open_items.append(ask.value + (f" ({', '.join(ask.location)})" if ask.location else ""))
             entry: dict[str, Any] = {"rule": screen.rule, "result": "incomplete" if open_items else "negative",
                                      "facts": denied}
-            if open_items:
+            rule = by_id.get(screen.rule)
+            if rule is not None and not context_held(rule, state, vocab):
+                entry = {"rule": screen.rule, "result": "not applicable", "needs": _context_needs(rule, state, vocab),
+                         "facts": denied}
+            elif open_items:
                 entry["unanswered"] = open_items
             out[screen.rule] = entry
-    order = {"positive": 0, "incomplete": 1, "negative": 2}
+    order = {"positive": 0, "incomplete": 1, "negative": 2, "not applicable": 3}
     return sorted(out.values(), key=lambda r: (order[r["result"]],
                                                level_rank(r.get("level"))))
+
+
+def _context_needs(rule: Rule, state: dict, vocab: Vocabulary) -> list[str]:
+    """What a context rule needs, each with what the state says of it: ``pregnancy: denied`` or ``pregnancy: not
+    reported``."""
+    out = []
+    for cond in rule.all_of:
+        denied = any(status == "negative" and isinstance(item.get("value"), str)
+                     and any(vocab.same(cond.slot, item["value"], v) for v in cond.values)
+                     for status, item in cmas.slot_items(state, cond.slot))
+        out.append(f"{' or '.join(cond.values)}: {'denied' if denied else 'not reported'}")
+    return out
 
 
 # --------------------------------------------------------------------------- the summary
@@ -186,13 +207,15 @@ def plans_of(plan_ids: Iterable[str], plans: Mapping[str, Plan]) -> list[Plan]:
 
 
 def clinician_summary(state: dict, plans: Mapping[str, Plan], used: Sequence[str] = (),
-                      red_flags: Sequence[dict] = (), vocab: Vocabulary | None = None) -> dict[str, Any]:
+                      red_flags: Sequence[dict] = (), vocab: Vocabulary | None = None,
+                      rules: RuleSet | None = None) -> dict[str, Any]:
     """The clinician's summary of a patient state (JSON-ready).
 
     ``used``: the plan ids the interview followed, in order (the questionnaire policy records each turn's plan); the
     first is the presentation. Without any (another policy, or plans off), the plan the state calls for
     (:func:`policies.plan_choice.choose_plan`) stands in, and ``presentation.inferred`` says so. ``red_flags``: the
-    flags raised in the session (``InterviewState.red_flags``)."""
+    flags raised in the session (``InterviewState.red_flags``). ``rules``: the red-flag rules the screen is read
+    against (the shipped ones by default)."""
     vocab = vocab or default_vocabulary()
     followed = plans_of(used, plans)
     inferred = False
@@ -206,6 +229,6 @@ def clinician_summary(state: dict, plans: Mapping[str, Plan], used: Sequence[str
         "notice": FOR_THE_CLINICIAN,
         "presentation": presentation,
         "plans": [p.id for p in followed],
-        "red_flag_screen": screen_result(followed, state, red_flags, vocab),
+        "red_flag_screen": screen_result(followed, state, red_flags, vocab, rules),
         "considerations": [w.as_dict() for w in rank(followed, state, vocab)],
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent.app.export import summary_markdown
 from agent.core import cmas
 from agent.core.ontology import default_vocabulary
 from eval.runs.cases import load_card
@@ -71,6 +72,25 @@ def test_the_red_flag_screen_says_positive_negative_or_what_is_left():
     assert by_rule["aortic_dissection"]["result"] == "positive"
     assert s["red_flag_screen"][0]["rule"] == "aortic_dissection"  # raised flags first
     assert any(r["result"] == "incomplete" and r["unanswered"] for r in s["red_flag_screen"])
+
+
+def test_a_context_rule_is_not_screened_negative_outside_its_context():
+    # a headache plan screens pre-eclampsia through vision loss; "no" from a patient who is not pregnant (a man, or
+    # a woman never asked) is no negative pre-eclampsia screen, and a denied pregnancy says so
+    state = {"positive_symptom": [{"value": "headache"}], "negative_symptom": [{"value": "vision loss"}]}
+    summary = clinician_summary(state, PLANS, used=["headache"])
+    screen = {r["rule"]: r for r in summary["red_flag_screen"]}
+    assert screen["pre_eclampsia"]["result"] == "not applicable"
+    assert "**Not applicable** `pre_eclampsia`: only with pregnancy: not reported" in summary_markdown(summary)
+    assert screen["pre_eclampsia"]["needs"] == ["pregnancy: not reported"]
+    assert [r["result"] for r in screen.values()][-1] == "not applicable"  # after what was screened
+    denied = {**state, "negative_medical_history": [{"value": "pregnancy"}]}
+    screen = {r["rule"]: r for r in clinician_summary(denied, PLANS, used=["headache"])["red_flag_screen"]}
+    assert screen["pre_eclampsia"]["needs"] == ["pregnancy: denied"]
+    pregnant = {**state, "positive_medical_history": [{"value": "pregnancy"}]}
+    screen = {r["rule"]: r for r in clinician_summary(pregnant, PLANS, used=["headache"])["red_flag_screen"]}
+    assert screen["pre_eclampsia"]["result"] == "negative"
+    assert [f["text"] for f in screen["pre_eclampsia"]["facts"]] == ["no vision loss"]
 
 
 def test_without_a_followed_plan_the_state_chooses_one_and_says_so():

@@ -276,3 +276,27 @@ def test_a_condition_the_patient_asks_about_is_not_their_history(nlu):
     assert history("Might this be diabetes, doctor?") == {"unknown_medical_history": {"diabetes mellitus"}}
     assert history("Is this my asthma again?") == {"positive_medical_history": {"asthma"}}
     assert history("I'm twenty weeks pregnant.") == {"positive_medical_history": {"pregnancy"}}
+
+
+def test_when_a_problem_began_is_no_factor_of_it(nlu):
+    # a time point is the onset ("yesterday evening"), and how it began is its circumstance ("while I was digging");
+    # only worse / better makes a factor
+    s = slots(nlu.frames("My back pain came on yesterday evening, while I was digging the garden."))
+    pain = item(s, "positive_symptom", "pain")
+    assert "aggravating_factor" not in pain and "alleviating_factor" not in pain
+    s = slots(nlu.frames("The cough started this morning and it gets worse when I lie down."))
+    assert item(s, "positive_symptom", "coughing")["aggravating_factor"] == ["lying down"]
+    s = slots(nlu.frames("The pain is worse at night."))
+    assert item(s, "positive_symptom", "pain")["aggravating_factor"] == ["night"]
+
+
+def test_an_age_said_unasked_is_recorded_and_a_count_of_weeks_is_not(nlu):
+    assert slots(nlu.frames("Well, I'm 58, and the knee has been bad for years."))["basic_information"][0]["age"] \
+        == "58"
+    assert "basic_information" not in slots(nlu.frames("I'm 28 weeks pregnant and my feet are swollen."))
+
+
+def test_puffed_up_is_swelling_and_not_being_puffed(nlu):
+    # "puffed" alone is breathless ("I get puffed on the hill"); "puffed up" is a swelling
+    assert values(slots(nlu.frames("My fingers have puffed up.")), "positive_symptom") == {"swelling"}
+    assert "dyspnea" in values(slots(nlu.frames("I get puffed going up the hill.")), "positive_symptom")

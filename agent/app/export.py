@@ -301,7 +301,8 @@ def _conditions_section(transcript: Transcript) -> list[str]:
 # --------------------------------------------------------------------------- the clinician's summary
 
 SUMMARY_TITLE = "Clinician's summary (not shared with the patient)"
-SCREEN_WORDS = {"positive": "Positive", "negative": "Negative", "incomplete": "Incomplete"}
+SCREEN_WORDS = {"positive": "Positive", "negative": "Negative", "incomplete": "Incomplete",
+                "not applicable": "Not applicable"}
 
 
 def _facts(facts: list[dict] | None) -> str:
@@ -316,6 +317,8 @@ def _screen_line(r: dict) -> str:
         turn = f" (patient turn {r['turn']})" if r.get("turn") is not None else ""
         return f"{head}{level}: {r.get('message') or 'raised in this interview'}{turn}"
     denied = _facts(r.get("facts"))
+    if result == "not applicable":
+        return f"{head}: only with {', '.join(str(x) for x in r.get('needs') or []) or '?'}"
     if result == "negative":
         return f"{head}: {denied or 'every screening question answered no'}"
     left = ", ".join(str(x) for x in r.get("unanswered") or [])

@@ -398,7 +398,8 @@ class Nodes:
         _emit({"event": "doctor", "turn": turn.index, "text": turn.text})
         turns = [*s.turns, turn]
         used = [t.meta["plan"] for t in turns if t.speaker == "doctor" and isinstance(t.meta.get("plan"), str)]
-        summary = clinician_summary(s.patient_state, self.agent.summary_plans(), used, s.red_flags)
+        summary = clinician_summary(s.patient_state, self.agent.summary_plans(), used, s.red_flags,
+                                    rules=self.agent.red_flag_rules)
         return {"turns": _dump(turns), "pending": Pending().model_dump(mode="json"), "status": status,
                 "summary": summary}
 

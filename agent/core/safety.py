@@ -481,14 +481,19 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
     return out
 
 
+def context_held(rule: Rule, state: dict[str, Any] | None, vocab: Vocabulary) -> bool:
+    """Whether the state holds what a context rule needs (its ``all_of``: a pregnancy). A rule without a context needs
+    nothing. The clinician's summary reads this too: a context rule's screen means nothing outside its context."""
+    if rule.context is None:
+        return True
+    return bool(state) and all(_matches(state, cond, vocab) for cond in rule.all_of)
+
+
 def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: RuleSet) -> bool:
     """Whether what ``rule.context`` needs is known: the state holds the rule's ``all_of``, or a clause of ``text``
     that is neither denied nor about a relative says it (a context phrase as whole words, or a context description
     at the firing similarity)."""
-    ctx = rule.context
-    if ctx is None:
-        return True
-    if state and all(_matches(state, cond, rules.vocab) for cond in rule.all_of):
+    if context_held(rule, state, rules.vocab):
         return True
     if rules.context_finder is not None and any(
             f.key == rule.id and f.status != "negative" and not f.family for f in rules.context_finder.find(text)[0]):

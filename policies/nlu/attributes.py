@@ -288,9 +288,20 @@ def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(v for _, v in sorted(found)))
 
 
+_TIME_POINT = re.compile(
+    r"\b(?:last|this|yesterday|tomorrow|that|one|the other|on (?:monday|tuesday|wednesday|thursday|friday|saturday"
+    r"|sunday))\s+(?:night|morning|evening|afternoon)\b|\btonight\b")
+"""When something happened ("last night", "this morning"), not a time of day that makes it worse."""
+_ONSET_STORY = re.compile(r"\b(?:came on|started|starting|began|begun|happened|kicked in|woke me|hit me|struck)\b")
+"""A clause that tells how a problem began: "it came on when I was lifting" is the onset's circumstance."""
+
+
 def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
     """Aggravating / alleviating factors of one clause, keyed by the CMAS attribute ("nothing makes it worse"
-    gives ``not_aggravating_factor``)."""
+    gives ``not_aggravating_factor``). A time point is no factor ("it came on last night" is an onset, "worse at
+    night" a factor), and a clause telling how the problem began has one only when it says worse or better ("it
+    started when I was watching TV" gives none)."""
+    text = _TIME_POINT.sub(" ", text)
     hits = phrase_hits(text, table)
     if not hits:
         return {}
@@ -302,7 +313,7 @@ def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
                 for k, v in factors(part, table).items():
                     out.setdefault(k, []).extend(x for x in v if x not in out.get(k, []))
             return out
-    if _AGG.search(text) or (_WHEN.search(text) and not _ALL.search(text)):
+    if _AGG.search(text) or (_WHEN.search(text) and not _ALL.search(text) and not _ONSET_STORY.search(text)):
         kind = "aggravating_factor"
     elif _ALL.search(text):
         kind = "alleviating_factor"
@@ -314,6 +325,16 @@ def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
 def age(text: str) -> str | None:
     m = _AGE.search(text)
     return (m.group(1) or m.group(2)) if m else None
+
+
+_STATED_AGE = re.compile(r"\b(?:i am|i'm|im|i turned|i've just turned|i just turned)\s+(\d{1,3})\s*(?:[.,;!?]|$|and\b|now\b)")
+
+
+def stated_age(text: str) -> str | None:
+    """An age the patient states unasked: "I'm 67." ends the clause at the number ("I'm 30 weeks" and "I'm 5 foot"
+    go on with a unit and are no age)."""
+    m = _STATED_AGE.search(text)
+    return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 
 def bare_age(text: str) -> str | None:

@@ -327,7 +327,8 @@ def age(text: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
-_STATED_AGE = re.compile(r"\b(?:i am|i'm|im|i turned|i've just turned|i just turned)\s+(\d{1,3})\s*(?:[.,;!?]|$|and\b|now\b)")
+_STATED_AGE = re.compile(
+    r"\b(?:i am|i'm|im|i turned|i've just turned|i just turned)\s+(\d{1,3})\s*(?:[.,;!?]|$|and\b|now\b)")
 
 
 def stated_age(text: str) -> str | None:

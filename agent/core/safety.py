@@ -486,7 +486,9 @@ def context_held(rule: Rule, state: dict[str, Any] | None, vocab: Vocabulary) ->
     nothing. The clinician's summary reads this too: a context rule's screen means nothing outside its context."""
     if rule.context is None:
         return True
-    return bool(state) and all(_matches(state, cond, vocab) for cond in rule.all_of)
+    if not state:
+        return False
+    return all(_matches(state, cond, vocab) for cond in rule.all_of)
 
 
 def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: RuleSet) -> bool:

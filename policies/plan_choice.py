@@ -44,18 +44,22 @@ def complaint_plan(items: Sequence[dict], plans: Sequence[Plan], vocab: Vocabula
 
 
 def flag_plan(current: Plan | None, plans: Sequence[Plan], flags: Sequence[str], state: dict,
-              vocab: Vocabulary) -> Plan | None:
+              vocab: Vocabulary, opening: dict | None = None) -> Plan | None:
     """The plan after red flags were raised: the current one while it covers every raised rule (:attr:`Plan.covers`);
     otherwise, for the first raised rule it does not cover, a plan that screens it, preferring one whose complaint the
-    rule is about, then one the state's positive symptoms trigger, then one that screens more of the raised rules,
-    then the higher priority. A raised flag keeps its plan when the complaint changes: the screen of an emergency comes
-    before the history of a new problem."""
+    rule is about, then the plan of the ``opening`` complaint (the patient's first problem), then one the state's
+    positive symptoms trigger, then one that screens more of the raised rules, then the higher priority. A raised flag
+    keeps its plan when the complaint changes: the screen of an emergency comes before the history of a new problem,
+    and the interview goes back to the presentation it was following (hives and a swollen tongue, then "I've felt
+    light-headed" at "anything else?": the rash plan screens the anaphylaxis, not the breathlessness plan's PE
+    screen because the breathlessness was one of its answers)."""
     missing = [f for f in flags if current is None or f not in current.covers]
     positives = _positives(state)
     for rule in missing:
         candidates = [p for p in plans if rule in p.screened_rules]
         if candidates:
             return min(candidates, key=lambda p: (rule not in p.about,
+                                                  not (opening is not None and p.triggered_by(opening, vocab)),
                                                   not any(p.triggered_by(it, vocab) for it in positives),
                                                   -len(p.screened_rules & set(flags)), -p.priority, p.id))
     return current
@@ -73,4 +77,5 @@ def choose_plan(state: dict, plans: Mapping[str, Plan] | Iterable[Plan], chief_c
     vocab = vocab or default_vocabulary()
     ordered = list(plans.values()) if isinstance(plans, Mapping) else list(plans)
     items = complaint_items(state, chief_complaint, vocab, ordered)
-    return flag_plan(complaint_plan(items, ordered, vocab), ordered, list(flags), state, vocab)
+    return flag_plan(complaint_plan(items, ordered, vocab), ordered, list(flags), state, vocab,
+                     opening=items[0] if items else None)

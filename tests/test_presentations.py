@@ -170,6 +170,15 @@ def chosen(plans, st: dict, complaint: list[str] | None = None, flags: tuple[str
     return plan.id if plan else None
 
 
+def test_a_flag_the_new_complaint_s_plan_does_not_cover_goes_back_to_the_opening_plan(plans):
+    # hives and a swollen tongue (anaphylaxis raised, the rash plan screens it), breathlessness among the screen's
+    # answers, then light-headedness at "anything else?": the dizziness plan does not screen anaphylaxis, and of the
+    # plans that do, the opening complaint's comes first (not the breathlessness plan, whose PE screen would follow)
+    st = state(("urticaria", None), ("angioedema", None), ("dyspnea", None), ("presyncope", None))
+    assert chosen(plans, st, ["urticaria", "angioedema", "presyncope"], ("anaphylaxis",)) == "rash"
+    assert chosen(plans, st, ["presyncope"], ("anaphylaxis",)) == "breathlessness"  # no rash complaint: by priority
+
+
 def test_the_chief_complaint_picks_its_plan(plans):
     assert chosen(plans, state(("melena", None)), ["melena"]) == "gi_bleeding"
     assert chosen(plans, state(("black or tarry stools", None)), ["black or tarry stools"]) == "gi_bleeding"

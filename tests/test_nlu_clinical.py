@@ -300,3 +300,10 @@ def test_puffed_up_is_swelling_and_not_being_puffed(nlu):
     # "puffed" alone is breathless ("I get puffed on the hill"); "puffed up" is a swelling
     assert values(slots(nlu.frames("My fingers have puffed up.")), "positive_symptom") == {"swelling"}
     assert "dyspnea" in values(slots(nlu.frames("I get puffed going up the hill.")), "positive_symptom")
+
+
+def test_a_medicine_for_the_blood_pressure_or_the_sugars_says_the_condition(nlu):
+    # the purpose of a treatment names what it treats: a medicine "for my blood pressure" treats a high one
+    s = slots(nlu.frames("Ramipril, that's for my blood pressure, and I get some pills for my sugars as well."))
+    assert values(s, "positive_medical_history") == {"hypertensive disease", "diabetes mellitus"}
+    assert "negative_medical_history" not in s

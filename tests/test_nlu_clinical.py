@@ -307,3 +307,10 @@ def test_a_medicine_for_the_blood_pressure_or_the_sugars_says_the_condition(nlu)
     s = slots(nlu.frames("Ramipril, that's for my blood pressure, and I get some pills for my sugars as well."))
     assert values(s, "positive_medical_history") == {"hypertensive disease", "diabetes mellitus"}
     assert "negative_medical_history" not in s
+
+
+def test_an_onset_said_as_a_time_of_day_is_the_onset(nlu):
+    state = {"positive_symptom": [{"value": "headache"}]}
+    asked = ask("symptom", "headache", {"type": "onset"})
+    s = slots(nlu.frames("It kicked in at about 6 o'clock this morning, just after I got up.", asked, state))
+    assert item(s, "positive_symptom", "headache")["onset"] == "6 o'clock this morning"

@@ -35,6 +35,15 @@ _RELATIVE = re.compile(
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
 )
 
+_CLOCK = (r"(?:\d{1,2}(?:[:.]\d{2})?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|midnight|midday"
+          r"|noon)(?:\s*(?:o'clock|am|pm|a\.m\.|p\.m\.))?(?:\s+(?:in the (?:morning|afternoon|evening)|at night|"
+          r"last night|this morning|yesterday(?: morning| afternoon| evening)?))?")
+_CLOCK_ONSET = re.compile(
+    rf"\b(?:started|began|came on|kicked in|woke me(?: up)?|happened|hit me)\s+(?:at\s+|around\s+|about\s+|"
+    rf"at about\s+|at around\s+|just after\s+|just before\s+)({_CLOCK})\b")
+"""An onset said as a time of day: "it started around nine in the evening" (the patient's own span, as MediTOD's
+annotators keep it)."""
+
 _DURATION = [
     (re.compile(r"\ball day long and throughout the night\b"), "all day long and throughout the night"),
     (re.compile(r"\b(?:all day and (?:all )?night|day and night|night and day)\b"), "all day and night"),
@@ -223,6 +232,8 @@ def onset(text: str, asked: bool = False) -> str | None:
     if m := _SINCE.search(text):
         return m.group(1)
     if m := _RELATIVE.search(text):
+        return m.group(1)
+    if m := _CLOCK_ONSET.search(text):
         return m.group(1)
     return None
 

@@ -314,3 +314,18 @@ def test_an_onset_said_as_a_time_of_day_is_the_onset(nlu):
     asked = ask("symptom", "headache", {"type": "onset"})
     s = slots(nlu.frames("It kicked in at about 6 o'clock this morning, just after I got up.", asked, state))
     assert item(s, "positive_symptom", "headache")["onset"] == "6 o'clock this morning"
+
+
+def test_an_ache_said_of_a_headache_is_the_headache_and_one_with_a_place_is_not(nlu):
+    # "it's a dull pressing ache" while the headache is being characterised describes the headache (not a second
+    # pain, whose whole history would be asked again); an ache the patient places elsewhere is that place's pain
+    state = {"positive_symptom": [{"value": "headache"}]}
+    asked = ask("symptom", "headache", {"type": "characteristics"})
+    s = slots(nlu.frames("Sort of a dull ache, about a five out of ten.", asked, state))
+    assert values(s, "positive_symptom") == {"headache"}
+    assert item(s, "positive_symptom", "headache")["severity"] == "5"
+    assert item(s, "positive_symptom", "headache")["positive_characteristics"] == ["dull"]
+    s = slots(nlu.frames("And my shoulder aches too.", [], state))
+    assert values(s, "positive_symptom") == {"pain"} and item(s, "positive_symptom", "pain")["location"] == ["shoulder"]
+    s = slots(nlu.frames("It's a throbbing headache on the right side of my head."))
+    assert item(s, "positive_symptom", "headache")["positive_characteristics"] == ["throbbing"]

@@ -89,7 +89,7 @@ class ClinicalNLU:
         asked = asked_items(last_actions or [])
         if doctor and _RATE.search(doctor.lower()):
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
-        resolve_pain(mentions, state)
+        resolve_pain(mentions, state, self.lexicon.locations)
         resolve_blood(mentions, text, state)
         for m in mentions:
             item = frame.item(m.base, m.value, mention_status(m))

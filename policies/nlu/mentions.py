@@ -8,6 +8,7 @@ uncertain) and whether a relative is the subject ("my brother had a heart attack
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -171,17 +172,26 @@ def segments(mentions: list[Mention]) -> dict[int, str]:
     return out
 
 
-def resolve_pain(mentions: list[Mention], state: dict) -> None:
+def pain_kind(value: str) -> bool:
+    """A complaint that is a pain of its own name: ``chest pain``, ``headache``."""
+    return value != "pain" and ("pain" in value or value.endswith("ache"))
+
+
+def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None) -> None:
     """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the
-    latest one in the state ("I take ibuprofen for the pain" after chest pain is about the chest pain)."""
-    specific = [m.value for m in mentions if m.base == "symptom" and m.value != "pain" and "pain" in m.value]
-    known = [it["value"] for it in state.get("positive_symptom") or [] if "pain" in str(it.get("value", ""))
-             and it.get("value") != "pain"]
+    latest one in the state ("I take ibuprofen for the pain" after chest pain is about the chest pain). An ache of
+    its own name (a headache) takes a bare "ache" only from a sentence that names no body part (``places``, the
+    lexicon's locations): "it's a dull pressing ache" of a headache is the headache, not a second pain to take a
+    history of; "an ache in my knee" is the knee's."""
+    specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
+    known = [it["value"] for it in state.get("positive_symptom") or [] if pain_kind(str(it.get("value", "")))]
     target = specific[0] if specific else known[-1] if known else None
     if target is None:
         return
     for m in mentions:
         if m.base == "symptom" and m.value == "pain":
+            if "pain" not in target and places and attr.phrase_hits(m.sentence.lower(), dict(places)):
+                continue
             m.value = target
 
 

@@ -329,3 +329,12 @@ def test_an_ache_said_of_a_headache_is_the_headache_and_one_with_a_place_is_not(
     assert values(s, "positive_symptom") == {"pain"} and item(s, "positive_symptom", "pain")["location"] == ["shoulder"]
     s = slots(nlu.frames("It's a throbbing headache on the right side of my head."))
     assert item(s, "positive_symptom", "headache")["positive_characteristics"] == ["throbbing"]
+
+
+def test_what_a_sentence_says_of_the_eyes_is_the_eyes(nlu):
+    # the site decides the concept: "gunk" by the eyes is an eye discharge, not sputum; a red eye however worded
+    s = slots(nlu.frames("My left eye has turned all red and there's gunk in the corner of it every morning."))
+    assert values(s, "positive_symptom") == {"eye redness", "eye discharge"}
+    s = slots(nlu.frames("Loads of gunk comes up when I cough in the morning."))
+    assert "colored/excess sputum" in values(s, "positive_symptom")
+    assert "eye redness" in values(slots(nlu.frames("My eyes aren't red, they just water a lot.")), "negative_symptom")

@@ -27,7 +27,7 @@ from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
 from policies.nlu.details import DetailReader, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
-from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_pain
+from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_eye, resolve_pain
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ class ClinicalNLU:
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
         resolve_pain(mentions, state, self.lexicon.locations)
         resolve_blood(mentions, text, state)
+        resolve_eye(mentions, sents, self.lexicon.relations)
         for m in mentions:
             item = frame.item(m.base, m.value, mention_status(m))
             if m.base == "family_history" and m.relation:

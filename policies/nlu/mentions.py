@@ -8,7 +8,7 @@ uncertain) and whether a relative is the subject ("my brother had a heart attack
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -241,3 +241,38 @@ def _nearest_site(text: str, at: int | None) -> str | None:
     found = [(abs(hit.start() - at) if at is not None else hit.start(), value)
              for value, cue in _SITES for hit in cue.finditer(text)]
     return min(found)[1] if found else None
+
+
+_EYE = re.compile(r"\b(?:eyes?|eyelids?|eye lids?|lids)\b")
+_COUGH_WORDS = re.compile(r"\b(?:cough\w*|chest|phlegm|sputum|spit\w*|bring\w* up|brought up|throat)\b")
+_RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
+
+
+def resolve_eye(mentions: list[Mention], sents: list[str], relations: Iterable[str] = ()) -> None:
+    """What a sentence about the eyes says is the eyes': a discharge word the lexicon files under sputum ("gunk",
+    "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"), and an
+    eye said to be red or bloodshot is eye redness, however the sentence words it ("both my eyes have gone red").
+    The site decides the concept, as for blood (:func:`resolve_blood`); a denial before the colour word ("my eyes
+    aren't red") makes it a denied redness, and a relation before the eyes ("my husband's eyes", ``relations``)
+    makes it no finding of the patient's."""
+    kin = [r.lower() for r in relations]
+    for m in mentions:
+        if m.base == "symptom" and m.value == "colored/excess sputum":
+            sentence = m.sentence.lower()
+            if _EYE.search(sentence) and not _COUGH_WORDS.search(sentence):
+                m.value = "eye discharge"
+    named = {m.value for m in mentions if m.base == "symptom"}
+    if "eye redness" in named:
+        return
+    for i, sentence in enumerate(sents):
+        low = sentence.lower()
+        eye, red = _EYE.search(low), _RED.search(low)
+        if not (eye and red) or abs(eye.start() - red.start()) > 40:
+            continue
+        if any(re.search(rf"\b{re.escape(k)}\b", low[:eye.start()]) for k in kin):
+            continue
+        denied = re.search(r"\b(?:no|not|isn't|aren't|never|haven't|hasn't)\b", low[:red.start()])
+        status = "negative" if denied else "positive"
+        mentions.append(Mention("symptom", "eye redness", status, i, red.start(), sentence=sentence,
+                                char_start=red.start(), char_end=red.end()))
+        return

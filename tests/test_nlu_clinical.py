@@ -338,3 +338,11 @@ def test_what_a_sentence_says_of_the_eyes_is_the_eyes(nlu):
     s = slots(nlu.frames("Loads of gunk comes up when I cough in the morning."))
     assert "colored/excess sputum" in values(s, "positive_symptom")
     assert "eye redness" in values(slots(nlu.frames("My eyes aren't red, they just water a lot.")), "negative_symptom")
+
+
+def test_feeling_faint_is_no_faint_and_an_hour_is_said_right(nlu):
+    # feeling faint is near-fainting (presyncope): reading it as a faint would raise the syncope flag on nothing
+    s = slots(nlu.frames("Standing in the queue I started to feel faint, but I didn't go down."))
+    assert "presyncope" in values(s, "positive_symptom") and "syncope" not in values(s, "positive_symptom")
+    s = slots(nlu.frames("The cramps began about an hour ago."))
+    assert item(s, "positive_symptom", "pain")["onset"] == "an hour ago"

@@ -228,7 +228,8 @@ def onset(text: str, asked: bool = False) -> str | None:
                 unit += "s"
             if n in ("few", "couple of", "several", "many") and not unit.endswith("s"):
                 unit += "s"
-            return f"{'a ' + unit if n == '1' else n + ' ' + unit} ago"
+            article = "an" if unit.startswith("hour") else "a"  # "an hour ago", not "a hour ago"
+            return f"{article + ' ' + unit if n == '1' else n + ' ' + unit} ago"
     if m := _SINCE.search(text):
         return m.group(1)
     if m := _RELATIVE.search(text):

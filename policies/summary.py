@@ -27,7 +27,7 @@ from typing import Any
 
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary
-from agent.core.safety import Rule, RuleSet, context_held, default_rules, level_rank
+from agent.core.safety import Rule, RuleSet, context_held, context_needs, default_rules, level_rank
 from policies.plan_choice import choose_plan
 from policies.presentations import Consideration, Plan, PlanItem
 
@@ -177,7 +177,7 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
                                      "facts": denied}
             rule = by_id.get(screen.rule)
             if rule is not None and not context_held(rule, state, vocab):
-                entry = {"rule": screen.rule, "result": "not applicable", "needs": _context_needs(rule, state, vocab),
+                entry = {"rule": screen.rule, "result": "not applicable", "needs": context_needs(rule, state, vocab),
                          "facts": denied}
             elif open_items:
                 entry["unanswered"] = open_items
@@ -185,18 +185,6 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
     order = {"positive": 0, "incomplete": 1, "negative": 2, "not applicable": 3}
     return sorted(out.values(), key=lambda r: (order[r["result"]],
                                                level_rank(r.get("level"))))
-
-
-def _context_needs(rule: Rule, state: dict, vocab: Vocabulary) -> list[str]:
-    """What a context rule needs, each with what the state says of it: ``pregnancy: denied`` or ``pregnancy: not
-    reported``."""
-    out = []
-    for cond in rule.all_of:
-        denied = any(status == "negative" and isinstance(item.get("value"), str)
-                     and any(vocab.same(cond.slot, item["value"], v) for v in cond.values)
-                     for status, item in cmas.slot_items(state, cond.slot))
-        out.append(f"{' or '.join(cond.values)}: {'denied' if denied else 'not reported'}")
-    return out
 
 
 # --------------------------------------------------------------------------- the summary

@@ -491,6 +491,13 @@ def context_held(rule: Rule, state: dict[str, Any] | None, vocab: Vocabulary) ->
     return all(_matches(state, cond, vocab) for cond in rule.all_of)
 
 
+def context_needs(rule: Rule, state: dict[str, Any], vocab: Vocabulary) -> list[str]:
+    """What a context rule needs (its ``all_of``), each with what the state says of it: ``pregnancy: denied`` or
+    ``pregnancy: not reported`` (the clinician's summary says it of a screen outside its context)."""
+    return [f"{' or '.join(cond.values)}: {'denied' if _matches(state, cond, vocab, ('negative',)) else 'not reported'}"
+            for cond in rule.all_of]
+
+
 def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: RuleSet) -> bool:
     """Whether what ``rule.context`` needs is known: the state holds the rule's ``all_of``, or a clause of ``text``
     that is neither denied nor about a relative says it (a context phrase as whole words, or a context description

@@ -227,7 +227,8 @@ class AnswerReader:
                  for n in (v, *self.lexicon.phrases(b, v)) if n.casefold() not in cmas.OPEN_VALUES]
         if not names:
             return False
-        sims = default_encoder().embed([m.group("obj")]) @ default_encoder().embed(sorted(set(names))).T
+        encoder = default_encoder()
+        sims = encoder.embed([m.group("obj")]) @ encoder.embed(sorted(set(names))).T
         return float(sims.max()) < SYNONYM_SIMILARITY
 
     @staticmethod

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from agent.core import cmas
-from agent.core.clinical_text import as_the_patient
+from agent.core.clinical_text import as_the_patient, default_clause_reader
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from policies.nlu import attributes as attr
@@ -53,6 +53,7 @@ class ClinicalNLU:
         self.details = DetailReader(self.lexicon, self.vocab)
         self.answers = AnswerReader(self.lexicon, self.vocab, self.finder, self.details)
         self.concepts = ConceptMatcher(self.lexicon, self.vocab, concept_threshold) if second_stage else None
+        self.clause_reader = default_clause_reader()  # the ConText reading of clauses (shared; built on first use)
 
     def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
@@ -91,7 +92,7 @@ class ClinicalNLU:
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
         resolve_pain(mentions, state, self.lexicon.locations)
         resolve_blood(mentions, text, state)
-        resolve_eye(mentions, sents, self.lexicon.relations)
+        resolve_eye(mentions, text, sents, self.clause_reader)
         for m in mentions:
             item = frame.item(m.base, m.value, mention_status(m))
             if m.base == "family_history" and m.relation:

@@ -13,7 +13,7 @@ from agent.core.ontology import SITE_VALUES, Vocabulary
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
-from policies.nlu.mentions import Mention, pain_kind, segments
+from policies.nlu.mentions import Mention, names_a_pain, segments
 
 # Cough characteristics people name -> the dataset's values.
 COUGH_KIND = {"dry": "dry cough", "wet": "wet cough", "productive": "wet cough", "phlegm": "wet cough",
@@ -53,14 +53,14 @@ class DetailReader:
             set_attr(out, "color", attr.color(clause))
             set_attr(out, "volume", attr.volume(clause))
         if (
-            pain_kind(value) or value == "pain"
+            names_a_pain(value)
             or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs")
             or "location" in asked_checks
         ):
             set_attr(
                 out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations) if x not in value]
             )  # "chest pain" located in the chest says nothing new
-        if value != "coughing" and ("characteristics" in asked_checks or pain_kind(value) or value == "pain"):
+        if value != "coughing" and ("characteristics" in asked_checks or names_a_pain(value)):
             set_attr(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))
         if value == "coughing":
             kinds = [v for k, v in COUGH_KIND.items() if re.search(rf"\b{k}\b", clause)]

@@ -8,11 +8,11 @@ uncertain) and whether a relative is the subject ("my brother had a heart attack
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from agent.core.clinical_text import PhraseFinder, singular
+from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
@@ -172,9 +172,14 @@ def segments(mentions: list[Mention]) -> dict[int, str]:
     return out
 
 
+def names_a_pain(value: str) -> bool:
+    """A symptom value that is a pain: ``pain``, ``chest pain``, ``headache``."""
+    return "pain" in value or value.endswith("ache")
+
+
 def pain_kind(value: str) -> bool:
-    """A complaint that is a pain of its own name: ``chest pain``, ``headache``."""
-    return value != "pain" and ("pain" in value or value.endswith("ache"))
+    """A complaint that is a pain of its own name: ``chest pain``, ``headache`` (not the bare ``pain``)."""
+    return value != "pain" and names_a_pain(value)
 
 
 def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None) -> None:
@@ -248,31 +253,31 @@ _COUGH_WORDS = re.compile(r"\b(?:cough\w*|chest|phlegm|sputum|spit\w*|bring\w* u
 _RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
 
 
-def resolve_eye(mentions: list[Mention], sents: list[str], relations: Iterable[str] = ()) -> None:
+def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:
     """What a sentence about the eyes says is the eyes': a discharge word the lexicon files under sputum ("gunk",
     "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"), and an
     eye said to be red or bloodshot is eye redness, however the sentence words it ("both my eyes have gone red").
-    The site decides the concept, as for blood (:func:`resolve_blood`); a denial before the colour word ("my eyes
-    aren't red") makes it a denied redness, and a relation before the eyes ("my husband's eyes", ``relations``)
-    makes it no finding of the patient's."""
-    kin = [r.lower() for r in relations]
+    The site decides the concept, as for blood (:func:`resolve_blood`). The redness takes the ConText reading of the
+    shortest clause of ``text`` that says it (``clauses``, the reader the second stage uses on the same turn): denied
+    ("my eyes aren't red"), unsure, or a relative's ("my husband's eyes are red": no finding of the patient's)."""
     for m in mentions:
         if m.base == "symptom" and m.value == "colored/excess sputum":
             sentence = m.sentence.lower()
             if _EYE.search(sentence) and not _COUGH_WORDS.search(sentence):
                 m.value = "eye discharge"
-    named = {m.value for m in mentions if m.base == "symptom"}
-    if "eye redness" in named:
+    if any(m.base == "symptom" and m.value == "eye redness" for m in mentions):
         return
-    for i, sentence in enumerate(sents):
-        low = sentence.lower()
-        eye, red = _EYE.search(low), _RED.search(low)
-        if not (eye and red) or abs(eye.start() - red.start()) > 40:
-            continue
-        if any(re.search(rf"\b{re.escape(k)}\b", low[:eye.start()]) for k in kin):
-            continue
-        denied = re.search(r"\b(?:no|not|isn't|aren't|never|haven't|hasn't)\b", low[:red.start()])
-        status = "negative" if denied else "positive"
-        mentions.append(Mention("symptom", "eye redness", status, i, red.start(), sentence=sentence,
-                                char_start=red.start(), char_end=red.end()))
+    at = next((i for i, s in enumerate(sents) if _EYE.search(s.lower()) and _RED.search(s.lower())), None)
+    if at is None:
+        return  # most turns: no clause to read
+    said = [c for c in clauses.clauses(text) if _EYE.search(c.text.lower()) and _RED.search(c.text.lower())]
+    if not said:
         return
+    clause = min(said, key=lambda c: len(c.text))
+    if clause.family:
+        return
+    status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
+    red = _RED.search(sents[at].lower())
+    assert red is not None  # ``at`` is a sentence with a red word
+    mentions.append(Mention("symptom", "eye redness", status, at, red.start(), sentence=sents[at],
+                            char_start=red.start(), char_end=red.end()))

@@ -114,3 +114,9 @@ def test_a_rule_with_a_context_needs_it_in_the_words_or_the_state():
     assert "pre_eclampsia" in ids("Oh, and I should say I'm expecting a baby in May.", blurred)
     assert "pre_eclampsia" not in ids("Oh, and I should say I'm expecting a parcel in May.", blurred)
 
+
+
+def test_an_everyday_phrase_with_a_rule_word_raises_nothing():
+    # rule phrases match inflected ("fainted" finds "faint"); feeling faint is near-fainting, not a blackout
+    assert check_text_flags("Whenever I get up too fast I start to feel faint and grey.") == []
+    assert [f.id for f in check_text_flags("I felt faint on the bus and then I fainted.")] == ["syncope"]

@@ -34,6 +34,10 @@ from agent.core.semantic import Encoder, default_encoder
 from agent.core.tracker import update_state
 
 DEFAULT_RULES = REPO_ROOT / "configs" / "red_flags.yaml"
+ORDINARY = "~ordinary"
+"""The phrase finder's key of ``ordinary_phrases``: the phrase-level twin of ``ordinary``. A rule phrase matches
+inflected ("fainted" finds "faint"), so an everyday phrase with the same word ("I feel faint") would raise the rule;
+listed here, the longer everyday phrase takes the span and raises nothing."""
 
 DISCLAIMER = (
     "This history was taken by an automated assistant. It is not a diagnosis or medical advice and does not "
@@ -193,8 +197,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a 'rules' list")
-    if unknown := set(raw) - {"rules", "screen", "ordinary"}:
-        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: ['ordinary', 'rules', 'screen']")
+    if unknown := set(raw) - {"rules", "screen", "ordinary", "ordinary_phrases"}:
+        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: ['ordinary', 'ordinary_phrases', 'rules', "
+                        f"'screen']")
     rules, seen = [], set()
     for i, r in enumerate(raw["rules"]):
         where = f"{path}: rules.{i}"
@@ -242,7 +247,8 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 context,
             )
         )
-    finder = PhraseFinder((p, r.id) for r in rules for p in r.phrases)
+    plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
+    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain)])
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
     return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary,
@@ -426,6 +432,8 @@ def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
         return out
     by_id = {r.id: r for r in rules.rules}
     for f in rules.finder.find(text)[0]:
+        if f.key == ORDINARY:
+            continue  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is taken
         rule = by_id[f.key]
         if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
             continue

@@ -363,7 +363,8 @@ class Group(BaseModel):
 class Consideration(BaseModel):
     """A differential consideration for the clinician's summary (never said to the patient): a ``disease`` value of
     the vocabulary where one exists (what a case card's diagnosis is matched against), else a plain clinical ``name``;
-    the facts of the state that support it and those that argue against it."""
+    the facts of the state that support it and those that argue against it. ``sex``: the sex whose anatomy the
+    condition needs (:mod:`agent.core.sex_specific`); the summary leaves it out for a patient of the other sex."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -371,6 +372,7 @@ class Consideration(BaseModel):
     name: NonEmpty | None = None
     supports: tuple[Evidence, ...] = Field(min_length=1)
     against: tuple[Evidence, ...] = ()
+    sex: Literal["female", "male"] | None = None  # a condition only one sex has (ectopic pregnancy, testicular torsion)
 
     @model_validator(mode="after")
     def _named_once(self, info: ValidationInfo) -> Consideration:

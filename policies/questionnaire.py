@@ -25,6 +25,7 @@ from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT
 from agent.core.protocol import ModuleOutput, TurnContext
+from agent.core.sex_specific import SexSpecific, default_sex_specific
 from policies.questions import Question, answered, asked, questions_of, to_actions
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ GREETING = [{"action": "nod_prompt_salutations"}]
 WRAP_UP = [{"action": "chit-chat"}]
 FAREWELL = [{"action": "nod_prompt_salutations"}]
 NOT_A_SYMPTOM = cmas.OPEN_VALUES
+SEX = Question("basic_information", "sex")
+AGE = Question("basic_information", "age")
+"""Asked before the first item only one sex has, when nothing has told the patient's sex yet (with the age, which the
+general history asks with it anyway): the answer decides whether "any missed periods?" is asked at all."""
 SOCIAL = ("occupation", "residence", "travel")
 """Record slots a clinician asks about as one topic, the social history ("what do you do for work, who is at home,
 any travel lately?"): a plan's travel risk factor and the general work and home questions share a turn."""
@@ -301,9 +306,11 @@ class Candidate:
 class QuestionnairePolicy:
     """Deterministic policy: :meth:`next_actions` depends only on ``ctx.state`` and ``ctx.past_actions``."""
 
-    def __init__(self, config: QuestionnaireConfig | None = None, vocab: Vocabulary | None = None):
+    def __init__(self, config: QuestionnaireConfig | None = None, vocab: Vocabulary | None = None,
+                 sexes: SexSpecific | None = None):
         self.vocab = vocab or default_vocabulary()
         self.config = config or load_questionnaire_config(vocab=self.vocab)
+        self.sexes = sexes or default_sex_specific()
 
     # -- helpers over the state
 
@@ -574,12 +581,30 @@ class QuestionnairePolicy:
         return Question(a.base, a.value, a.check)
 
     def open_questions(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
-        """Candidates neither answered by the state nor asked before."""
+        """Candidates neither answered by the state nor asked before, nor about an item only the other sex has
+        (:mod:`agent.core.sex_specific`). Before the first item only one sex has, while nothing has told the
+        patient's sex, the sex (and the age, asked with it) comes first, as its own question; not in the red-flag
+        screen, which must end within five turns of the complaint: there an item of unknown relevance is asked (a
+        woman asked about pain in the testicles is a cheaper mistake than a late screen)."""
         seen: set[Question] = set()
+        sex = self.sexes.patient_sex(ctx.state)
+
+        def is_open(q: Question) -> bool:
+            return q not in seen and not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q,
+                                                                                           self.vocab)
+
         for cand in self.candidates(ctx, plan):
             q = cand.question
-            if q in seen or answered(ctx.state, q, self.vocab) or asked(ctx.past_actions, q, self.vocab):
+            if not is_open(q) or (q == SEX and sex is not None):  # a pain in the testicle told it: not asked
                 continue
+            only = self.sexes.of_item(q.base, q.value, q.values if q.check == "location" else ())
+            if only is not None and sex is not None and only != sex:
+                continue
+            if only is not None and sex is None and cand.stage != "red_flag_screen" and is_open(SEX):
+                for first in (SEX, AGE):
+                    if is_open(first):
+                        seen.add(first)
+                        yield Candidate("risk_factors", first)  # the plans list them as risk factors
             seen.add(q)
             yield cand
 

@@ -28,6 +28,7 @@ from typing import Any
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.safety import Rule, RuleSet, context_held, context_needs, default_rules, level_rank
+from agent.core.sex_specific import SexSpecific, default_sex_specific
 from policies.plan_choice import choose_plan
 from policies.presentations import Consideration, Plan, PlanItem
 
@@ -131,11 +132,13 @@ def _unique(facts: Iterable[dict]) -> list[dict]:
     return out
 
 
-def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary) -> list[Weighed]:
+def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary, sexes: SexSpecific | None = None) -> list[Weighed]:
     """The considerations of the plans with at least one fact for them, best first; a consideration several plans
-    name counts once, at its best reading."""
+    name counts once, at its best reading. A consideration only the other sex can have (ectopic pregnancy for a man)
+    is no consideration at all, whatever facts the state holds for it."""
+    sex = (sexes or default_sex_specific()).patient_sex(state)
     best: dict[str, Weighed] = {}
-    listed = [(plan.id, c) for plan in plans for c in plan.considerations]
+    listed = [(plan.id, c) for plan in plans for c in plan.considerations if c.sex is None or sex in (None, c.sex)]
     for order, (plan_id, c) in enumerate(listed):
         w = weigh(c, plan_id, order, state, vocab)
         key = c.label.casefold()
@@ -149,13 +152,17 @@ def rank(plans: Sequence[Plan], state: dict, vocab: Vocabulary) -> list[Weighed]
 
 
 def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vocab: Vocabulary,
-                  rules: RuleSet | None = None) -> list[dict]:
+                  rules: RuleSet | None = None, sexes: SexSpecific | None = None) -> list[dict]:
     """Each rule the plans screen, and every rule raised: ``positive`` (raised in the session), ``negative`` (every
     screen question of the rule answered no), ``incomplete`` (with the items still unanswered), or ``not
     applicable``: a rule with a context (pre-eclampsia needs a pregnancy) whose context the state does not hold. A
     headache plan screens pre-eclampsia through vision loss, and "no loss of vision" from a 67-year-old man is no
-    negative pre-eclampsia screen: the clinician sees what the rule needs and whether it was denied or never said."""
+    negative pre-eclampsia screen: the clinician sees what the rule needs and whether it was denied or never said.
+    A screen that asks items only one sex has (missed periods and vaginal bleeding screen an ectopic pregnancy) is not
+    applicable to a patient of the other sex either: it needs that sex."""
     by_id: dict[str, Rule] = {r.id: r for r in (rules or default_rules()).rules}
+    sexes = sexes or default_sex_specific()
+    sex = sexes.patient_sex(state)
     out: dict[str, dict] = {}
     for f in raised:  # a rule raised again at a more severe level shows at that level
         rid = f.get("id")
@@ -176,7 +183,11 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
             entry: dict[str, Any] = {"rule": screen.rule, "result": "incomplete" if open_items else "negative",
                                      "facts": denied}
             rule = by_id.get(screen.rule)
-            if rule is not None and not context_held(rule, state, vocab):
+            needs_sex = {sexes.of_item(a.base, a.value, a.location) for a in screen.ask} - {None}
+            if sex is not None and len(needs_sex) == 1 and sex not in needs_sex:
+                entry = {"rule": screen.rule, "result": "not applicable", "needs": [f"sex: {needs_sex.pop()}"],
+                         "facts": denied}
+            elif rule is not None and not context_held(rule, state, vocab):
                 entry = {"rule": screen.rule, "result": "not applicable", "needs": context_needs(rule, state, vocab),
                          "facts": denied}
             elif open_items:

@@ -159,7 +159,9 @@ _AGE = re.compile(
     r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b"
     r"(\d{1,3})\s*years? old\b"
 )
-_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(man|woman|male|female|guy|lady)\b")
+_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old )?"
+                  r"(man|woman|male|female|guy|lady|boy|girl|gentleman)\b")
+"""The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy"."""
 _DWELLING = re.compile(
     r"\b((?:(?:small|big|large|little|tiny|old|new|shared|rented|one-bedroom|two-bedroom|basement|ground floor"
     r"|detached)\s+)*"
@@ -360,7 +362,7 @@ def sex(text: str) -> str | None:
     m = _SEX.search(text)
     if not m:
         return None
-    return "male" if m.group(1) in ("man", "male", "guy") else "female"
+    return "male" if m.group(1) in ("man", "male", "guy", "boy", "gentleman") else "female"
 
 
 def dwelling(text: str) -> str | None:

@@ -1,0 +1,119 @@
+"""Items only one sex has, and the patient's sex as the state tells it.
+
+Why it exists: the presentation plans list items that apply to one sex (missed periods and pregnancy for ectopic
+pregnancy, pain in a testicle for torsion), and a clinician never asks a man whether he could be pregnant. The policy
+skips an item of the other sex, asks the patient's sex before the first such item when nothing has told it yet, and
+the clinician's summary marks a screen or a consideration of the other sex as not applicable. One table says which
+items these are (``configs/sex_specific.yaml``), read here once for every reader.
+
+"Sex" is the sex assigned at birth (``basic_information: sex``), never the stated gender: a trans man can be pregnant,
+so only a stated sex, or an item only one sex's anatomy has that the patient has (a pain in the testicle, a
+pregnancy), tells it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.core import cmas
+from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
+from agent.core.paths import REPO_ROOT, read_yaml_mapping
+
+DEFAULT_PATH = REPO_ROOT / "configs" / "sex_specific.yaml"
+
+Sex = Literal["female", "male"]
+SEXES: tuple[Sex, ...] = ("female", "male")
+
+_SAID = {"male": "male", "man": "male", "boy": "male", "m": "male",
+         "female": "female", "woman": "female", "girl": "female", "f": "female", "lady": "female"}
+"""A stated sex, as the NLU records it or a card or a clinician writes it."""
+
+
+class SexSpecificError(ValueError):
+    """A sex-specific table that does not load; the message names the file and the failing key."""
+
+
+class _Items(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    symptom: tuple[str, ...] = ()
+    medical_history: tuple[str, ...] = ()
+    medication: tuple[str, ...] = ()
+    locations: tuple[str, ...] = ()
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    female: _Items
+    male: _Items
+
+
+class SexSpecific:
+    """Which sex an item of the state, or a question about one, belongs to (None: either)."""
+
+    def __init__(self, table: _Table, vocab: Vocabulary):
+        self.vocab = vocab
+        self._values = {sex: {base: getattr(getattr(table, sex), base) for base in ("symptom", "medical_history",
+                                                                                   "medication")}
+                        for sex in SEXES}
+        self._places = {sex: frozenset(normalize(p) for p in getattr(table, sex).locations) for sex in SEXES}
+
+    def of_item(self, base: str, value: str, locations: Iterable[str] = ()) -> Sex | None:
+        """The sex ``value`` (of slot type ``base``, at ``locations``) is specific to: a listed value, a located pain
+        named by its place (``pain`` at ``testicles`` is ``testicular pain``), or a symptom at a listed place."""
+        locs = [loc for loc in locations if isinstance(loc, str)]
+        names = symptom_names(value, {"location": locs}) if base == "symptom" else [value]
+        for sex in SEXES:
+            listed = self._values[sex].get(base, ())
+            if any(self.vocab.same(base, n, v) for n in names for v in listed):
+                return sex
+            if base == "symptom" and any(normalize(loc) in self._places[sex] for loc in locs):
+                return sex
+        return None
+
+    def patient_sex(self, state: dict[str, Any]) -> Sex | None:
+        """The patient's sex: the stated one (``basic_information.sex``), else the one sex the items the patient has
+        belong to (a pain in the testicle: male; a pregnancy: female); None when nothing tells it, or the items
+        disagree (an NLU misreading is no reason to stop asking)."""
+        record = next((it for _, it in cmas.slot_items(state, "basic_information") if it), {})
+        stated = _SAID.get(normalize(str(record.get("sex") or "")))
+        if stated is not None:
+            return stated  # type: ignore[return-value]
+        told: set[Sex] = set()
+        for base in ("symptom", "medical_history", "medication"):
+            for status, item in cmas.slot_items(state, base):
+                if status != "positive" or not isinstance(item.get("value"), str):
+                    continue
+                if (sex := self.of_item(base, item["value"], item.get("location") or [])) is not None:
+                    told.add(sex)
+        return next(iter(told)) if len(told) == 1 else None
+
+
+def load_sex_specific(path: str | Path = DEFAULT_PATH, vocab: Vocabulary | None = None) -> SexSpecific:
+    """The table at ``path``, checked: unknown keys and values the vocabulary does not know for their slot type are
+    errors naming the file and the key (a misspelt value would silently ask a man about his periods again)."""
+    vocab = vocab or default_vocabulary()
+    raw = read_yaml_mapping(path, SexSpecificError, "a sex-specific table")
+    try:
+        table = _Table.model_validate(raw)
+    except ValidationError as exc:
+        raise SexSpecificError(f"{path}: {exc}") from None
+    for sex in SEXES:
+        items = getattr(table, sex)
+        for base in ("symptom", "medical_history", "medication"):
+            for value in getattr(items, base):
+                if vocab.canonical(base, value) is None:
+                    raise SexSpecificError(f"{path}: {sex}.{base}: {value!r} is not a {base} value of the vocabulary")
+    return SexSpecific(table, vocab)
+
+
+@lru_cache(maxsize=1)
+def default_sex_specific() -> SexSpecific:
+    """The shipped table over the shipped vocabulary, loaded once."""
+    return load_sex_specific()

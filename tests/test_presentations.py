@@ -18,7 +18,7 @@ from policies.presentations import DEFAULT_DIR, MAX_GROUP, PlanError, load_plan,
 
 IDS = {"cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache", "weakness_numbness",
        "abdominal_pain", "gi_bleeding", "vomiting_diarrhoea", "back_pain", "joint_pain", "urinary", "fever",
-       "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss", "red_eye"}
+       "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss", "red_eye", "scrotal_pain"}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def state(*items: tuple[str, list[str] | None]) -> dict:
 # --------------------------------------------------------------------------- the shipped plans
 
 
-def test_every_shipped_plan_loads_and_the_issue_s_18_complaints_and_the_red_eye_are_there(plans):
+def test_every_shipped_plan_loads_and_the_issue_s_18_complaints_the_red_eye_and_the_scrotum_are_there(plans):
     assert set(plans) == IDS == set(PRESENTATIONS)  # the case cards' presentation classes are the plans' ids
     for plan in plans.values():
         assert plan.characterise and plan.associated and plan.risk_factors and plan.considerations, plan.id

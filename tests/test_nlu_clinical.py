@@ -346,3 +346,20 @@ def test_feeling_faint_is_no_faint_and_an_hour_is_said_right(nlu):
     assert "presyncope" in values(s, "positive_symptom") and "syncope" not in values(s, "positive_symptom")
     s = slots(nlu.frames("The cramps began about an hour ago."))
     assert item(s, "positive_symptom", "pain")["onset"] == "an hour ago"
+
+
+@pytest.mark.parametrize(("text", "value", "place"), [
+    ("I've got a bad pain in my left testicle, it's swollen and I've been sick", "swelling", "testicles"),
+    ("my knee hurts and it's swollen", "swelling", "knee"),
+])
+def test_it_after_a_located_symptom_is_that_place(nlu, text, value, place):
+    """ "..., it's swollen": the pronoun is the place of the symptom named just before it in the sentence."""
+    s = slots(nlu.frames(text))
+    item = next(it for it in s["positive_symptom"] if it["value"] == value)
+    assert place in item.get("location", [])
+
+
+def test_a_place_is_not_lent_to_a_symptom_with_its_own(nlu):
+    s = slots(nlu.frames("I have a pain in my chest and my ankles are swollen"))
+    swelling = next(it for it in s["positive_symptom"] if it["value"] == "swelling")
+    assert swelling.get("location") == ["ankle"]

@@ -15,6 +15,10 @@ from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
 from policies.nlu.mentions import Mention, names_a_pain, segments
 
+_PRONOUN_START = re.compile(r"\W*(?:and |but )?(?:it|it's|its|it is|it has|they|they're|they are|they've)\b",
+                            re.IGNORECASE)
+"""A part of a sentence about what was just named ("..., it's swollen", "... and they're itchy")."""
+
 # Cough characteristics people name -> the dataset's values.
 COUGH_KIND = {"dry": "dry cough", "wet": "wet cough", "productive": "wet cough", "phlegm": "wet cough",
               "sputum": "wet cough", "mucus": "wet cough", "barky": "barky", "barking": "barky", "harsh": "harsh",
@@ -52,11 +56,7 @@ class DetailReader:
         if self.vocab.same("symptom", value, "colored/excess sputum"):
             set_attr(out, "color", attr.color(clause))
             set_attr(out, "volume", attr.volume(clause))
-        if (
-            names_a_pain(value)
-            or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs")
-            or "location" in asked_checks
-        ):
+        if self.locatable(value) or "location" in asked_checks:
             set_attr(
                 out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations) if x not in value]
             )  # "chest pain" located in the chest says nothing new
@@ -69,6 +69,26 @@ class DetailReader:
             ):
                 set_attr(out, "positive_characteristics", list(dict.fromkeys(kinds)))
         return out
+
+    @staticmethod
+    def locatable(value: str) -> bool:
+        """Whether a symptom is somewhere on the body, so a place said with it is its location."""
+        return names_a_pain(value) or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs")
+
+    def place_of_it(self, frame: Frame, symptoms: list[Mention], part: dict[int, str]) -> None:
+        """ "A pain in my left testicle, it's swollen": a located symptom whose own part of the sentence names no place
+        and begins with "it" or "they" is where the symptom named just before it in the sentence is (the pronoun is
+        that place). Only backwards, only within the sentence, only from a symptom that has a place."""
+        ordered = sorted(symptoms, key=lambda m: m.char_start)
+        for i, m in enumerate(ordered):
+            item = frame.item("symptom", m.value, mention_status(m))
+            if i == 0 or item.get("location") or not self.locatable(m.value):
+                continue
+            if not _PRONOUN_START.match(part.get(id(m), "")):
+                continue
+            before = frame.item("symptom", ordered[i - 1].value, mention_status(ordered[i - 1]))
+            if before.get("location"):
+                set_attr(item, "location", list(before["location"]))
 
     def attributes(
         self, frame: Frame, mentions: list[Mention], sents: list[str], asked: list[tuple[str, str, list[dict]]]
@@ -90,6 +110,7 @@ class DetailReader:
                 for k, v in self.symptom_attributes(clause, m.value, asked_checks).items():
                     set_attr(item, k, v)
             self.share_trailing_time(frame, symptoms)
+            self.place_of_it(frame, symptoms, part)
             values = {m.value for m in symptoms}
             if "coughing" in values and any(self.vocab.same("symptom", v, "colored/excess sputum") for v in values):
                 set_attr(frame.item("symptom", "coughing", "positive"), "positive_characteristics", ["wet cough"])

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agent.core import cmas
 from agent.core.ontology import Vocabulary, find_item
+from policies.presentations import same_place
 
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
 
@@ -115,7 +116,10 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
     status, item = found
     if q.check in cmas.VALUE_SENSITIVE_CHECKS and q.values:
         have = item.get(q.check) or []
-        return set(q.values) <= set([have] if isinstance(have, str) else have)
+        have = [have] if isinstance(have, str) else have
+        if q.check == "location":  # "any pain in your testicles?" is answered by a pain in the left testicle
+            return all(any(isinstance(h, str) and same_place(h, [v]) for h in have) for v in q.values)
+        return set(q.values) <= set(have)
     if q.check in (None, "value", "status"):
         return True
     if status in ("negative", "unavail"):

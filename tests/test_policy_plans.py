@@ -328,3 +328,14 @@ def test_a_problem_named_later_gets_its_screen_and_the_opening_review_goes_on(wi
     opening |= {(a.base, a.value) for a in PLANS["low_mood_anxiety"].risk_factors}
     headache_only = {(a.base, a.value) for g in PLANS["headache"].associated for a in g.ask} - opening - screen
     assert review & opening and not review & headache_only
+
+
+def test_a_place_with_its_side_answers_the_screen_of_that_place(with_plans):
+    """A boy with a pain in the left testicle is not asked "any pain in your testicles?"; a pain in the chest reaching
+    the left arm answers "does it reach your arm?", and not "any pain in your abdomen?"."""
+    vocab = with_plans.vocab
+    boy = {"positive_symptom": [{"value": "pain", "location": ["left testicle"]}]}
+    assert answered(boy, Question("symptom", "pain", "location", ("testicles",)), vocab)
+    chest = {"positive_symptom": [{"value": "pain", "location": ["chest", "left arm"]}]}
+    assert answered(chest, Question("symptom", "pain", "location", ("upper extremity",)), vocab)
+    assert not answered(chest, Question("symptom", "pain", "location", ("abdomen",)), vocab)

@@ -61,6 +61,7 @@ def asked_items(past: list[list[dict]]) -> list[tuple[str, str, tuple[str, ...]]
 
 def test_the_table_names_items_and_places_of_one_sex():
     assert SEXES.of_item("symptom", "pain", ["testicles"]) == "male"
+    assert SEXES.of_item("symptom", "swelling", ["left testicle"]) == SEXES.of_item("symptom", "pain", ["testicle(R)"])
     assert SEXES.of_item("symptom", "testicular pain") == "male"
     assert SEXES.of_item("symptom", "amenorrhea") == "female"
     assert SEXES.of_item("medical_history", "pregnancy") == "female"

@@ -13,6 +13,7 @@ pregnancy), tells it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,12 @@ SEXES: tuple[Sex, ...] = ("female", "male")
 _SAID = {"male": "male", "man": "male", "boy": "male", "m": "male",
          "female": "female", "woman": "female", "girl": "female", "f": "female", "lady": "female"}
 """A stated sex, as the NLU records it or a card or a clinician writes it."""
+
+
+def _part(location: str) -> str:
+    """A body part whatever its side and number: ``left testicle``, ``testicle(R)`` and ``testicles`` are one part."""
+    loc = re.sub(r"\s*\((?:l|r)\)$", "", normalize(location))
+    return re.sub(r"^(?:left|right) ", "", loc).removesuffix("s")
 
 
 class SexSpecificError(ValueError):
@@ -62,7 +69,7 @@ class SexSpecific:
         self._values = {sex: {base: getattr(getattr(table, sex), base) for base in ("symptom", "medical_history",
                                                                                    "medication")}
                         for sex in SEXES}
-        self._places = {sex: frozenset(normalize(p) for p in getattr(table, sex).locations) for sex in SEXES}
+        self._places = {sex: frozenset(_part(p) for p in getattr(table, sex).locations) for sex in SEXES}
 
     def of_item(self, base: str, value: str, locations: Iterable[str] = ()) -> Sex | None:
         """The sex ``value`` (of slot type ``base``, at ``locations``) is specific to: a listed value, a located pain
@@ -73,7 +80,7 @@ class SexSpecific:
             listed = self._values[sex].get(base, ())
             if any(self.vocab.same(base, n, v) for n in names for v in listed):
                 return sex
-            if base == "symptom" and any(normalize(loc) in self._places[sex] for loc in locs):
+            if base == "symptom" and any(_part(loc) in self._places[sex] for loc in locs):
                 return sex
         return None
 

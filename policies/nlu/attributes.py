@@ -302,6 +302,27 @@ def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(v for _, v in sorted(found)))
 
 
+_SIDE_BEFORE = re.compile(r"\b(left|right)(?:[- ]hand(?:ed)?)?\s+$")
+
+
+def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]:
+    """The body locations ``text`` names (:func:`phrase_hits` over the lexicon's location phrases), a paired part said
+    with its side keeping it: "my left testicle" is ``left testicle``, "my right knee" ``right knee`` (the side the
+    examination, the stroke rule and the note need; the cards and the red-flag rules write a side this way, and
+    ``knee(L)`` of the ontology reads as ``left knee``). ``sided``: the parts the ontology names with a side."""
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for phrase in sorted(table, key=len, reverse=True):
+        for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase
+            side = _SIDE_BEFORE.search(text[:m.start()])
+            found.append((m.start(), f"{side.group(1)} {one}" if side and one in sided else table[phrase]))
+    return list(dict.fromkeys(v for _, v in sorted(found)))
+
+
 _TIME_POINT = re.compile(
     r"\b(?:last|this|yesterday|tomorrow|that|one|the other|on (?:monday|tuesday|wednesday|thursday|friday|saturday"
     r"|sunday))\s+(?:night|morning|evening|afternoon)\b|\btonight\b")

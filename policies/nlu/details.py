@@ -58,7 +58,8 @@ class DetailReader:
             set_attr(out, "volume", attr.volume(clause))
         if self.locatable(value) or "location" in asked_checks:
             set_attr(
-                out, "location", [x for x in attr.phrase_hits(clause, self.lexicon.locations) if x not in value]
+                out, "location",
+                [x for x in attr.places(clause, self.lexicon.locations, self.lexicon.sided) if x not in value]
             )  # "chest pain" located in the chest says nothing new
         if value != "coughing" and ("characteristics" in asked_checks or names_a_pain(value)):
             set_attr(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))

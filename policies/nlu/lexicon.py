@@ -53,6 +53,7 @@ class Lexicon:
     answers: dict[str, tuple[str, ...]]  # affirm / deny / unsure -> phrases
     acknowledgements: frozenset[str]
     by_value: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    sided: frozenset[str] = frozenset()  # body parts that come in a left and a right ("knee", "eye", "testicle")
 
     def phrases(self, base: str, value: str) -> list[str]:
         return self.by_value.get((base, value), [])
@@ -173,6 +174,8 @@ def load_lexicon(
         },
         answers={k: tuple(_phrases(v, f"{path}: answers.{k}")) for k, v in answers.items()},
         acknowledgements=frozenset(_phrases(raw.get("acknowledgements") or [], f"{path}: acknowledgements")),
+        sided=frozenset(_SIDED.sub("", code).strip() for code in vocab.ontology.locations if _SIDED.search(code))
+        | _ALSO_SIDED,
     )
     for t in terms:
         lex.by_value.setdefault((t.base, t.value), []).append(t.phrase)
@@ -180,6 +183,8 @@ def load_lexicon(
 
 
 _SIDED = re.compile(r"\((?:L|R)\)$")
+_ALSO_SIDED = frozenset({"hand", "foot", "wrist"})
+"""Paired parts the ontology names only by their aspects ("dorsal aspect of the hand(L)")."""
 _LOCATION_PLURAL = {"eyes": "eye", "ears": "ear", "elbows": "elbow", "fingers": "finger", "heels": "heel",
                     "hips": "hip", "legs": "leg", "arms": "arm", "shoulders": "shoulder", "temples": "temple",
                     "thighs": "thigh", "thumbs": "thumb", "toes": "toe", "tonsils": "tonsil", "cheeks": "cheek"}

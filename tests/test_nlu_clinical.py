@@ -378,3 +378,13 @@ def test_a_paired_part_keeps_its_side(nlu, text, value, places):
     s = slots(nlu.frames(text))
     item = next(it for it in s["positive_symptom"] if it["value"] == value)
     assert item.get("location") == places
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("My left arm has gone weak.", ["left arm"]), ("My right leg has no strength in it.", ["right leg"]),
+])
+def test_a_symptom_found_by_its_clause_is_where_its_clause_says(nlu, text, place):
+    """The second stage reads "has gone weak" as weak limbs; which arm is the stroke rule's and the clinician's."""
+    s = slots(nlu.frames(text))
+    item = next(it for it in s["positive_symptom"] if it["value"] == "weak limbs")
+    assert item.get("location") == place

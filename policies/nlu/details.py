@@ -91,6 +91,19 @@ class DetailReader:
             if before.get("location"):
                 set_attr(item, "location", list(before["location"]))
 
+    def places_of_clauses(self, frame: Frame, mentions: list[Mention]) -> None:
+        """A symptom found by its clause (the second stage: "my left arm has gone weak" is ``weak limbs``, no lexicon
+        phrase) has no place in a sentence to read details from, but where it is matters (which arm, for the stroke
+        rule and the clinician): the one place its own clause names is its location."""
+        for m in mentions:
+            if m.base != "symptom" or m.status == "negative" or not self.locatable(m.value):
+                continue
+            item = frame.item("symptom", m.value, mention_status(m))
+            said = [x for x in attr.places(m.sentence.lower(), self.lexicon.locations, self.lexicon.sided)
+                    if x not in m.value]
+            if not item.get("location") and len(said) == 1:  # two places: which is the symptom's is not known
+                set_attr(item, "location", said)
+
     def attributes(
         self, frame: Frame, mentions: list[Mention], sents: list[str], asked: list[tuple[str, str, list[dict]]]
     ) -> None:

@@ -388,3 +388,14 @@ def test_a_symptom_found_by_its_clause_is_where_its_clause_says(nlu, text, place
     s = slots(nlu.frames(text))
     item = next(it for it in s["positive_symptom"] if it["value"] == "weak limbs")
     assert item.get("location") == place
+
+
+@pytest.mark.parametrize(("text", "places"), [
+    ("my left calf has been swollen ever since I flew back from Australia", ["left calf"]),
+    ("I've had a bad back for a while and it aches", ["back"]),
+    ("when I got back home my knee swelled up", ["knee"]),
+])
+def test_the_adverb_back_is_no_place(nlu, text, places):
+    """ "Flew back from Australia" is no back pain (a walkthrough's calf had followed the back-pain plan)."""
+    s = slots(nlu.frames(text))
+    assert [it.get("location") for it in s["positive_symptom"] if it.get("location")][0] == places

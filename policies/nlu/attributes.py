@@ -288,14 +288,32 @@ def volume(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+_ADVERB_BACK_BEFORE = re.compile(
+    r"\b(?:came|come|comes|coming|got|get|gets|getting|flew|fly|flown|flying|went|go|goes|going|drove|drive|driven|"
+    r"walked|walk|moved|move|sent|send|brought|bring|called|call|ring|rang|phoned|phone|wrote|write|looking|looked|"
+    r"look|thinking|think|way|years?|months?|weeks?|days?|while|ago|put|gave|give|paid|pay|held|hold|fought|turned|"
+    r"headed|heading|travelled|traveled)\s+$")
+_ADVERB_BACK_AFTER = re.compile(r"^\s+(?:from|home|then|again|and forth)\b")
+
+
+def not_the_back(text: str, start: int, end: int) -> bool:
+    """Whether a "back" in ``text`` is the adverb, not the body part: "since I flew back from Australia", "it came
+    back", "back home", "a few years back". Said after a verb of going or returning or a time, or before "from",
+    "home", "then" or "again"; anything else is the body part, as before ("my back", "a bad back", "back pain")."""
+    if text[start:end] != "back":
+        return False
+    return bool(_ADVERB_BACK_BEFORE.search(text[:start]) or _ADVERB_BACK_AFTER.search(text[end:]))
+
+
 def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
     """Values of ``table`` (lay phrase -> value) whose phrase occurs in ``text`` as whole words, longest first; a
-    possessive or contracted "'s" after the phrase still ends a word ("my tummy's swollen")."""
+    possessive or contracted "'s" after the phrase still ends a word ("my tummy's swollen"). The adverb "back" is no
+    place (:func:`not_the_back`)."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for phrase in sorted(table, key=len, reverse=True):
         for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
-            if any(s < m.end() and m.start() < e for s, e in taken):
+            if any(s < m.end() and m.start() < e for s, e in taken) or not_the_back(text, m.start(), m.end()):
                 continue
             taken.append((m.start(), m.end()))
             found.append((m.start(), table[phrase]))
@@ -314,7 +332,7 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
     taken: list[tuple[int, int]] = []
     for phrase in sorted(table, key=len, reverse=True):
         for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
-            if any(s < m.end() and m.start() < e for s, e in taken):
+            if any(s < m.end() and m.start() < e for s, e in taken) or not_the_back(text, m.start(), m.end()):
                 continue
             taken.append((m.start(), m.end()))
             one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase

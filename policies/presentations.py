@@ -88,7 +88,8 @@ def regions(location: str) -> frozenset[str]:
     anatomical phrase of the NLU lexicon in it (longest first; a phrase inside a longer one found is not read again),
     that phrase and its region (``right lower abdomen`` and ``around the belly button`` are in the ``abdomen``, ``left
     arm`` is an ``arm`` and an ``upper extremity``, ``lower back`` is in the ``back``). In ``<part> of <place>`` only
-    the place counts: the back of the head is in the head, not in the back."""
+    the place counts: the back of the head is in the head, not in the back; a region the lexicon names so is in its
+    place too (the ``calf`` is the ``structure of calf of leg``, in the ``leg``)."""
     here = place(location)
     out = {here}
     free = here.rsplit(" of ", 1)[-1]
@@ -98,6 +99,8 @@ def regions(location: str) -> frozenset[str]:
         if re.search(pattern, free):
             out |= {p, place(region)}
             free = re.sub(pattern, lambda m: "#" * len(m.group()), free)
+    # a region named as a part of a place is in that place: the calf ("structure of calf of leg") is in the leg
+    out |= {place(r.rsplit(" of ", 1)[-1]) for r in out if " of " in r and r != here}
     return frozenset(out)
 
 

@@ -18,7 +18,8 @@ from policies.presentations import DEFAULT_DIR, MAX_GROUP, PlanError, load_plan,
 
 IDS = {"cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache", "weakness_numbness",
        "abdominal_pain", "gi_bleeding", "vomiting_diarrhoea", "back_pain", "joint_pain", "urinary", "fever",
-       "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss", "red_eye", "scrotal_pain"}
+       "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss", "red_eye", "scrotal_pain",
+       "leg_pain_swelling"}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def state(*items: tuple[str, list[str] | None]) -> dict:
 # --------------------------------------------------------------------------- the shipped plans
 
 
-def test_every_shipped_plan_loads_and_the_issue_s_18_complaints_the_red_eye_and_the_scrotum_are_there(plans):
+def test_every_shipped_plan_loads_and_the_issue_s_18_complaints_and_the_later_ones_are_there(plans):
     assert set(plans) == IDS == set(PRESENTATIONS)  # the case cards' presentation classes are the plans' ids
     for plan in plans.values():
         assert plan.characterise and plan.associated and plan.risk_factors and plan.considerations, plan.id
@@ -225,3 +226,13 @@ def test_no_plan_falls_back_to_the_review_of_systems(plans):
     assert chosen(plans, {}) is None
     assert chosen(plans, state(("hearing impairment", None)), ["hearing impairment"]) is None
     assert chosen(plans, state(("pain", None)), ["pain"]) is None  # a pain nobody located says no complaint yet
+
+
+def test_a_swollen_calf_and_a_painful_testicle_have_plans_of_their_own(plans):
+    """A walkthrough's swollen calf after a flight had followed the back-pain plan, a boy's painful testicle the
+    abdominal one; sciatica (pain in the back and down the leg) stays the back's, a swollen knee the joints'."""
+    assert choose_plan(state(("swelling", ["left calf"]), ("pain", ["left calf"])), plans).id == "leg_pain_swelling"
+    assert choose_plan(state(("pain", ["right shin"])), plans).id == "leg_pain_swelling"
+    assert choose_plan(state(("pain", ["left testicle"]), ("vomiting", None)), plans).id == "scrotal_pain"
+    assert choose_plan(state(("pain", ["back", "leg"])), plans).id == "back_pain"
+    assert choose_plan(state(("swelling", ["knee"]), ("pain", ["knee"])), plans).id == "joint_pain"

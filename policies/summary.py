@@ -13,10 +13,12 @@ item of the state (slot type, status, value, the item's own locations), never a 
 
 Ranking is deliberately simple and explainable to the clinician who reads it: a consideration scores one point per
 fact for it (an item the plan lists under ``supports``, found in the state with that status) and loses one per fact
-against it (an item listed under ``against`` found with that status, or a supporting item the patient gave the
-opposite answer to: a denied typical feature argues against). Only considerations with at least one fact for them are
-ranked; ties go to the one with more facts for it, then to the plan's own order (the plan lists the likelier or the
-more dangerous first).
+against it (an item listed under ``against`` found with that status, or a supporting symptom the patient gave the
+opposite answer to: a denied typical feature argues against). A risk factor the patient does not have (no surgery, not
+on the pill, no clot before) is no fact against: clinical scores (Wells, HEART) count the risk factors present, and a
+deep vein thrombosis after a long flight had ranked last behind seven absent ones. Only considerations with at least
+one fact for them are ranked; ties go to the one with more facts for it, then to the plan's own order (the plan lists
+the likelier or the more dangerous first).
 """
 
 from __future__ import annotations
@@ -117,8 +119,8 @@ def weigh(c: Consideration, plan: str, order: int, state: dict, vocab: Vocabular
             fact = _fact(e.base, status, item)
             if status == e.status:
                 (pro if side == "supports" else con).append(fact)
-            elif side == "supports" and OPPOSITE.get(e.status) == status:
-                con.append(fact)
+            elif side == "supports" and OPPOSITE.get(e.status) == status and e.base == "symptom":
+                con.append(fact)  # a denied feature argues against; an absent risk factor does not (Wells, HEART)
     return Weighed(c, plan, order, tuple(_unique(pro)), tuple(_unique(con)))
 
 

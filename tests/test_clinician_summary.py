@@ -156,3 +156,21 @@ def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_pa
         assert m["facts_per_turn"] > 0
     cards = summary["overall"]["cards"]["oracle"]
     assert cards["red_flag_screen"]["cases"] == 3 and cards["diagnosis"]["cases"] == 3
+
+
+def test_an_absent_risk_factor_is_no_fact_against():
+    """Clinical scores count the risk factors present (Wells, HEART): a deep vein thrombosis after a flight is not
+    argued against by the surgery, the cancer or the clot the patient never had; a denied symptom still argues."""
+    state = {"positive_symptom": [{"value": "swelling", "location": ["left calf"]},
+                                  {"value": "pain", "location": ["left calf"]}],
+             "positive_medication": [{"value": "oral contraceptives"}],
+             "negative_medical_history": [{"value": "operative surgical procedures"}, {"value": "malignant neoplasms"},
+                                          {"value": "deep vein thrombosis"}, {"value": "server immobility"}],
+             "negative_symptom": [{"value": "dyspnea"}, {"value": "chest pain"}],
+             "basic_information": [{"sex": "female"}]}
+    s = clinician_summary(state, PLANS, used=["leg_pain_swelling"])
+    top = s["considerations"][0]
+    assert top["label"] == "deep vein thrombosis" and not top["against"]
+    pe = next(c for c in s["considerations"] if c["label"] == "pulmonary embolism")
+    assert {f["value"] for f in pe["against"]} == {"dyspnea", "chest pain"}
+    cited_facts_are_in_the_state(s, state)

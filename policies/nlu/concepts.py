@@ -156,10 +156,13 @@ class ConceptMatcher:
 
     def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
         """Whether the concept belongs to a part of the body the clause does not name while it names another ("the
-        cut on my leg has gone red and hot up to my knee" is not eye redness): the words matched by meaning are
-        the same, the place is not."""
+        cut on my leg has gone red and hot up to my knee" is not eye redness), or names none and opens with "it"
+        ("It's red and it's hot", of a swollen shin asked about): the words matched by meaning are the same, the
+        place is not."""
         said = set(phrase_hits(clause.lower(), self.lexicon.locations))
         named = set(phrase_hits(f"{value} {reference}".lower(), self.lexicon.locations))
+        if named and not said and _ANAPHOR.match(clause_core(clause)):
+            return True  # "It's red and it's hot": "it" is what was said before (a swollen shin), not an eye
         return bool(said and named and not said & named)
 
     def _accepts(self, sim: float, margin: float) -> bool:

@@ -183,7 +183,7 @@ def load_lexicon(
 
 
 _SIDED = re.compile(r"\((?:L|R)\)$")
-_ALSO_SIDED = frozenset({"hand", "foot", "wrist"})
+_ALSO_SIDED = frozenset({"hand", "foot", "wrist", "shin"})
 """Paired parts the ontology names only by their aspects ("dorsal aspect of the hand(L)")."""
 _LOCATION_PLURAL = {"eyes": "eye", "ears": "ear", "elbows": "elbow", "fingers": "finger", "heels": "heel",
                     "hips": "hip", "legs": "leg", "arms": "arm", "shoulders": "shoulder", "temples": "temple",

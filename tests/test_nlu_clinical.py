@@ -404,5 +404,6 @@ def test_the_adverb_back_is_no_place(nlu, text, places):
 def test_it_is_red_of_something_said_before_is_no_eye(nlu):
     """ "It's red and it's hot" (of a swollen shin asked about) names no eye: the second stage does not make it eye
     redness; an eye said to be red still is."""
-    assert "eye redness" not in values(slots(nlu.frames("It's red and it's hot and it's spreading.")), "positive_symptom")
+    shin = slots(nlu.frames("It's red and it's hot and it's spreading."))
+    assert "eye redness" not in values(shin, "positive_symptom")
     assert "eye redness" in values(slots(nlu.frames("My eyes are red and itchy.")), "positive_symptom")

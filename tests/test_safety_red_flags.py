@@ -292,3 +292,12 @@ def test_disclaimer_and_agent_texts_never_claim_to_be_a_clinician(rules):
     assert claims_clinician("I'm a physician and you definitely have pneumonia.")
     assert claims_clinician("My diagnosis is bronchitis.")
     assert not claims_clinician("Please talk to your doctor about this.")
+
+
+def test_a_pain_is_named_by_its_part_whatever_its_side():
+    """ "right shoulder" and "testicle(L)" are the shoulder's and the testicle's pain: a side the NLU now keeps must not
+    hide the pain's name from the rules, the plans and the scorers."""
+    from agent.core.ontology import symptom_names
+
+    assert "shoulder pain" in symptom_names("pain", {"location": ["right shoulder"]})
+    assert "testicle pain" in symptom_names("pain", {"location": ["testicle(L)"]})

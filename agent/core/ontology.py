@@ -268,6 +268,10 @@ _PAIN_SITE = {
 }
 
 
+_SIDE = re.compile(r"^(?:left|right)\s+|\s*\((?:l|r)\)$")
+"""The side of a paired part, as the NLU writes it ("left knee") or the ontology ("knee(L)")."""
+
+
 def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
     """What a symptom item names: its value, and for a located pain the pain of each place, as the dataset
     (``chest pain``) and lay speech (``abdominal pain``) name it, so a rule or a check written either way sees it."""
@@ -275,7 +279,9 @@ def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
     if value == "pain" or value.endswith(" pain"):
         for loc in item.get("location") or []:
             if isinstance(loc, str):
-                names += [f"{loc} pain", f"{_PAIN_SITE.get(loc.casefold(), loc)} pain"]
+                part = _SIDE.sub("", loc.casefold())  # "right shoulder" and "shoulder(R)" are the shoulder's pain
+                for site in dict.fromkeys((loc, part)):
+                    names += [f"{site} pain", f"{_PAIN_SITE.get(site.casefold(), site)} pain"]
     return list(dict.fromkeys(names))
 
 

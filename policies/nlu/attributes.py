@@ -305,19 +305,22 @@ def not_the_back(text: str, start: int, end: int) -> bool:
     return bool(_ADVERB_BACK_BEFORE.search(text[:start]) or _ADVERB_BACK_AFTER.search(text[end:]))
 
 
-def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
-    """Values of ``table`` (lay phrase -> value) whose phrase occurs in ``text`` as whole words, longest first; a
-    possessive or contracted "'s" after the phrase still ends a word ("my tummy's swollen"). The adverb "back" is no
-    place (:func:`not_the_back`)."""
-    found: list[tuple[int, str]] = []
-    taken: list[tuple[int, int]] = []
+def _matches(text: str, table: dict[str, str]) -> list[tuple[int, int, str]]:
+    """``(start, end, phrase)`` of each phrase of ``table`` found in ``text`` as whole words, longest first and never
+    overlapping a longer one, in text order; a possessive or contracted "'s" after the phrase still ends a word ("my
+    tummy's swollen"). The adverb "back" is no place (:func:`not_the_back`)."""
+    found: list[tuple[int, int, str]] = []
     for phrase in sorted(table, key=len, reverse=True):
         for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
-            if any(s < m.end() and m.start() < e for s, e in taken) or not_the_back(text, m.start(), m.end()):
+            if any(s < m.end() and m.start() < e for s, e, _ in found) or not_the_back(text, m.start(), m.end()):
                 continue
-            taken.append((m.start(), m.end()))
-            found.append((m.start(), table[phrase]))
-    return list(dict.fromkeys(v for _, v in sorted(found)))
+            found.append((m.start(), m.end(), phrase))
+    return sorted(found)
+
+
+def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
+    """Values of ``table`` (lay phrase -> value) whose phrase occurs in ``text`` (:func:`_matches`), in text order."""
+    return list(dict.fromkeys(table[phrase] for _, _, phrase in _matches(text, table)))
 
 
 _SIDE_BEFORE = re.compile(r"\b(left|right)(?:[- ]hand(?:ed)?)?\s+$")
@@ -328,17 +331,12 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
     with its side keeping it: "my left testicle" is ``left testicle``, "my right knee" ``right knee`` (the side the
     examination, the stroke rule and the note need; the cards and the red-flag rules write a side this way, and
     ``knee(L)`` of the ontology reads as ``left knee``). ``sided``: the parts the ontology names with a side."""
-    found: list[tuple[int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for phrase in sorted(table, key=len, reverse=True):
-        for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
-            if any(s < m.end() and m.start() < e for s, e in taken) or not_the_back(text, m.start(), m.end()):
-                continue
-            taken.append((m.start(), m.end()))
-            one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase
-            side = _SIDE_BEFORE.search(text[:m.start()])
-            found.append((m.start(), f"{side.group(1)} {one}" if side and one in sided else table[phrase]))
-    return list(dict.fromkeys(v for _, v in sorted(found)))
+    out = []
+    for start, _, phrase in _matches(text, table):
+        one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase
+        side = _SIDE_BEFORE.search(text[:start])
+        out.append(f"{side.group(1)} {one}" if side and one in sided else table[phrase])
+    return list(dict.fromkeys(out))
 
 
 _TIME_POINT = re.compile(

@@ -41,7 +41,7 @@ def test_a_misspelt_safety_setting_fails_instead_of_turning_the_gate_off():
 def test_every_config_in_the_repository_checks(capsys):
     files = sorted((REPO / "configs").rglob("*.yaml"))
     data_files = {"nlu_lexicon.yaml", "nlg_lexicon.yaml", "questionnaire.yaml", "vocabulary.yaml", "red_flags.yaml",
-                  "bench/paper_reference.yaml", "nlg_facts.yaml", "simulate/lay_phrases.yaml",
+                  "sex_specific.yaml", "bench/paper_reference.yaml", "nlg_facts.yaml", "simulate/lay_phrases.yaml",
                   "vocabulary/hpo_terms.yaml", "vocabulary/drug_classes.yaml", "vocabulary/lay_glossary.yaml",
                   "vocabulary/common_names.yaml", "vocabulary/inn_stems.yaml"}
     checked = 0

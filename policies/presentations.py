@@ -31,7 +31,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from agent.core import cmas
-from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
+from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names, without_side
 from agent.core.paths import REPO_ROOT, read_yaml_mapping
 from agent.core.safety import Condition, Rule, RuleSet, default_rules
 from policies.nlu.lexicon import default_lexicon
@@ -75,11 +75,8 @@ class PlanContext:
     locations: frozenset[str]
 
 
-def place(location: str) -> str:
-    """A body location without its side: ``knee(L)``, ``left knee`` and ``Knee`` are one place to a plan (the side
-    matters to the examination, not to which history to take)."""
-    loc = re.sub(r"\s*\((?:l|r)\)$", "", normalize(location))
-    return re.sub(r"^(?:left|right) (?=\S)", "", loc) if loc not in ("left side", "right side") else loc
+place = without_side
+"""A body location without its side, as a plan reads it (:func:`agent.core.ontology.without_side`)."""
 
 
 @lru_cache(maxsize=4096)

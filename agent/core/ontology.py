@@ -268,8 +268,12 @@ _PAIN_SITE = {
 }
 
 
-_SIDE = re.compile(r"^(?:left|right)\s+|\s*\((?:l|r)\)$")
-"""The side of a paired part, as the NLU writes it ("left knee") or the ontology ("knee(L)")."""
+def without_side(location: str) -> str:
+    """A body location without its side, normalised: ``knee(L)``, ``left knee`` and ``Knee`` are one place (the side
+    matters to the examination and the note, not to which part it is). ``left side`` and ``right side`` are places of
+    their own. The one home of this reading: the plans' places, the pain's name and the sex of a part use it."""
+    loc = re.sub(r"\s*\((?:l|r)\)$", "", normalize(location))
+    return re.sub(r"^(?:left|right) (?=\S)", "", loc) if loc not in ("left side", "right side") else loc
 
 
 def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
@@ -279,8 +283,7 @@ def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
     if value == "pain" or value.endswith(" pain"):
         for loc in item.get("location") or []:
             if isinstance(loc, str):
-                part = _SIDE.sub("", loc.casefold())  # "right shoulder" and "shoulder(R)" are the shoulder's pain
-                for site in dict.fromkeys((loc, part)):
+                for site in dict.fromkeys((loc, without_side(loc))):  # "right shoulder" is the shoulder's pain
                     names += [f"{site} pain", f"{_PAIN_SITE.get(site.casefold(), site)} pain"]
     return list(dict.fromkeys(names))
 

@@ -13,7 +13,6 @@ pregnancy), tells it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.core import cmas
-from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names
+from agent.core.ontology import Vocabulary, default_vocabulary, normalize, symptom_names, without_side
 from agent.core.paths import REPO_ROOT, read_yaml_mapping
 
 DEFAULT_PATH = REPO_ROOT / "configs" / "sex_specific.yaml"
@@ -37,8 +36,7 @@ _SAID = {"male": "male", "man": "male", "boy": "male", "m": "male",
 
 def _part(location: str) -> str:
     """A body part whatever its side and number: ``left testicle``, ``testicle(R)`` and ``testicles`` are one part."""
-    loc = re.sub(r"\s*\((?:l|r)\)$", "", normalize(location))
-    return re.sub(r"^(?:left|right) ", "", loc).removesuffix("s")
+    return without_side(location).removesuffix("s")
 
 
 class SexSpecificError(ValueError):
@@ -66,9 +64,11 @@ class SexSpecific:
 
     def __init__(self, table: _Table, vocab: Vocabulary):
         self.vocab = vocab
-        self._values = {sex: {base: getattr(getattr(table, sex), base) for base in ("symptom", "medical_history",
-                                                                                   "medication")}
-                        for sex in SEXES}
+        # each listed value as its identity keys, computed once: the policy asks about every candidate question, each
+        # turn (what :meth:`Vocabulary.same` compares: the spelling, and the concept when the vocabulary knows one)
+        self._keys = {sex: {base: frozenset(k for v in getattr(getattr(table, sex), base) for k in self._ids(base, v))
+                            for base in ("symptom", "medical_history", "medication")}
+                      for sex in SEXES}
         self._places = {sex: frozenset(_part(p) for p in getattr(table, sex).locations) for sex in SEXES}
 
     def of_item(self, base: str, value: str, locations: Iterable[str] = ()) -> Sex | None:
@@ -76,13 +76,18 @@ class SexSpecific:
         named by its place (``pain`` at ``testicles`` is ``testicular pain``), or a symptom at a listed place."""
         locs = [loc for loc in locations if isinstance(loc, str)]
         names = symptom_names(value, {"location": locs}) if base == "symptom" else [value]
+        ids = {k for n in names for k in self._ids(base, n)}
         for sex in SEXES:
-            listed = self._values[sex].get(base, ())
-            if any(self.vocab.same(base, n, v) for n in names for v in listed):
+            if ids & self._keys[sex].get(base, frozenset()):
                 return sex
             if base == "symptom" and any(_part(loc) in self._places[sex] for loc in locs):
                 return sex
         return None
+
+    def _ids(self, base: str, value: str) -> tuple[str, ...]:
+        """What identifies ``value``: its spelling and, when known, its concept (``Vocabulary.canonical``)."""
+        concept = self.vocab.canonical(base, value)
+        return (normalize(value),) if concept is None else (normalize(value), concept)
 
     def patient_sex(self, state: dict[str, Any]) -> Sex | None:
         """The patient's sex: the stated one (``basic_information.sex``), else the one sex the items the patient has

@@ -407,3 +407,60 @@ def test_it_is_red_of_something_said_before_is_no_eye(nlu):
     shin = slots(nlu.frames("It's red and it's hot and it's spreading."))
     assert "eye redness" not in values(shin, "positive_symptom")
     assert "eye redness" in values(slots(nlu.frames("My eyes are red and itchy.")), "positive_symptom")
+
+
+@pytest.mark.parametrize("text", [
+    "I very nearly passed out at the checkout.",
+    "Halfway up the stairs I thought I was going to faint.",
+    "I was close to blacking out in the lift.",
+])
+def test_a_near_miss_of_a_faint_is_presyncope(nlu, text):
+    """A faint the patient nearly had did not happen: a near miss ("nearly", "almost", "going to", "close to") of a
+    syncope phrase names presyncope, so a near-faint never raises the syncope flag through the state."""
+    s = slots(nlu.frames(text))
+    assert "presyncope" in values(s, "positive_symptom"), s
+    assert "syncope" not in values(s, "positive_symptom"), s
+    assert "syncope" in values(slots(nlu.frames("I passed out at the checkout.")), "positive_symptom")
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("I'm about eleven weeks along now.", "positive_medical_history", "pregnancy"),
+    ("We're expecting our first in the spring.", "positive_medical_history", "pregnancy"),
+    ("There's been some light spotting on and off.", "positive_symptom", "vaginal bleeding"),
+    ("I've been bleeding from down below since Tuesday.", "positive_symptom", "vaginal bleeding"),
+    ("I've missed a period.", "positive_symptom", "amenorrhea"),
+    ("My period is ten days late.", "positive_symptom", "amenorrhea"),
+])
+def test_early_pregnancy_in_plain_words(nlu, text, slot, value):
+    """How patients say they are pregnant, have missed a period or are bleeding: the items an early-pregnancy
+    red-flag screen reads (NICE NG126 lists pain, a missed period and vaginal bleeding)."""
+    assert value in values(slots(nlu.frames(text)), slot)
+
+
+def test_a_reply_without_yes_or_no_to_a_list_question_affirms_none_of_it(nlu):
+    """"Any headache, stiff neck or rash?" - "Since the weekend, it's constant.": the reply says when and how something
+    goes but not which of the listed items it is about, so none is made positive (an invented fact). Asked about one
+    item, the same reply is about that item."""
+    listed = [{"action": "inquire", "symptom": [{"value": "headache"}, {"value": "neck stiffness"},
+                                                {"value": "rash"}]}]
+    s = slots(nlu.frames("Since the weekend, it's constant.", listed))
+    assert not values(s, "positive_symptom") & {"headache", "neck stiffness", "rash"}, s
+    assert "headache" in values(slots(nlu.frames("Since the weekend, it's constant.", ask("symptom", "headache"))),
+                                "positive_symptom")
+
+
+@pytest.mark.parametrize(("near", "match"), [
+    ("{presyncope: fainting spell}", "'fainting spell' is not a symptom value"),
+    ("{presyncope: coughing}", "no phrase for 'coughing'"),
+    ("[presyncope]", "expected a mapping"),
+])
+def test_a_near_miss_table_naming_what_the_lexicon_lacks_fails_at_load_with_its_path(tmp_path, near, match):
+    from policies.nlu.lexicon import LexiconError, load_lexicon
+
+    path = tmp_path / "lexicon.yaml"
+    path.write_text("values: {symptom: {syncope: [passed out]}}\n"
+                    f"near_misses: {near}\n"
+                    "answers: {affirm: [yes], deny: [no], unsure: [not sure]}\n")
+    with pytest.raises(LexiconError, match=match) as err:
+        load_lexicon(path, lay_terms=False)
+    assert str(path) in str(err.value)

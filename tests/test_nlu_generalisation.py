@@ -174,3 +174,15 @@ def test_a_guardian_speaking_for_the_patient_is_read_as_the_patient(store):
     session = talk(store, "My uncle had a stroke.")  # a relative's illness said first: family history, no flag
     assert status_of(session.state().patient_state, "medical_history", "stroke") is None
     assert session.state().red_flags == []
+
+
+def test_a_febrile_child_who_is_floppy_raises_sepsis(store):
+    """NICE NG143/NG51: a feverish child who is floppy, hard to wake or not responding has a red feature. Told by a
+    parent who puts words between "my" and the child ("my little boy", "my 10-month-old son"), the report is the
+    patient's own: the child's fever and drowsiness, not the parent's family history."""
+    session = talk(store, "My baby son is ten months old and he's been burning up since this morning, he's gone all "
+                          "limp and sleepy and he won't take his bottle.")
+    state, flags = session.state().patient_state, {f["id"]: f for f in session.state().red_flags}
+    assert status_of(state, "symptom", "fever") == "positive", state
+    assert "sepsis" in flags, flags
+    assert status_of(state, "family_history", "fever") is None, state

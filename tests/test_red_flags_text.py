@@ -120,3 +120,23 @@ def test_an_everyday_phrase_with_a_rule_word_raises_nothing():
     # rule phrases match inflected ("fainted" finds "faint"); feeling faint is near-fainting, not a blackout
     assert check_text_flags("Whenever I get up too fast I start to feel faint and grey.") == []
     assert [f.id for f in check_text_flags("I felt faint on the bus and then I fainted.")] == ["syncope"]
+
+
+def test_a_near_miss_of_a_faint_raises_no_syncope():
+    """"I nearly blacked out" says the patient did not: a near miss of a syncope phrase takes its words, and the
+    clause it is in raises no syncope by meaning either (presyncope is asked apart, NICE CKS Blackouts)."""
+    for said in ("I nearly blacked out when I stood up in the kitchen.",
+                 "At church I honestly thought I was about to keel over."):
+        assert "syncope" not in {f.id for f in check_text_flags(said)}, said
+    assert "syncope" in {f.id for f in check_text_flags("I blacked out when I stood up in the kitchen.")}
+
+
+def test_a_clause_raises_the_rules_it_is_nearest_to():
+    """A swollen calf after a journey, with no word of breathlessness, is a DVT's; the pulmonary embolism's
+    description that shares its calf half ("my calf is swollen and I am breathless") is a rival too far behind to be
+    raised by it (``screen.rival``). Said with the breathlessness, the embolism is raised."""
+    calf = "My right calf has swollen right up and it's tender since the long coach trip."
+    got = {f.id for f in check_text_flags(calf)}
+    assert "deep_vein_thrombosis" in got and "pulmonary_embolism" not in got, got
+    both = "My right calf has swollen up since the coach trip and now I'm suddenly really short of breath."
+    assert "pulmonary_embolism" in {f.id for f in check_text_flags(both)}

@@ -275,6 +275,8 @@ def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
          "a 'context' needs 'all_of'"),
         ("rules: [{id: a, message: m, all_of: [{slot: symptom, values: [fever]}], context: [x]}]",
          "'context' must be a mapping"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [fever]}], near_miss_ignored: yes please}]",
+         "'near_miss_ignored' must be true or false"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):
@@ -301,3 +303,18 @@ def test_a_pain_is_named_by_its_part_whatever_its_side():
 
     assert "shoulder pain" in symptom_names("pain", {"location": ["right shoulder"]})
     assert "testicle pain" in symptom_names("pain", {"location": ["testicle(L)"]})
+
+
+def test_ectopic_pregnancy_needs_a_pregnancy_sign_and_a_pain_low_in_the_belly(rules):
+    """NICE NG126: abdominal or pelvic pain with a pregnancy, a missed period or vaginal bleeding. A stated pregnancy
+    is a sign like a missed period; a pain elsewhere (a headache, a backache) with it is no ectopic pregnancy."""
+    belly = {"value": "pain", "location": ["left side", "abdomen"]}
+    pregnant = {"positive_medical_history": [{"value": "pregnancy"}]}
+    assert "ectopic_pregnancy" in ids({**pregnant, "positive_symptom": [belly]}, rules)
+    assert "ectopic_pregnancy" in ids({"positive_symptom": [belly, {"value": "vaginal bleeding"}]}, rules)
+    assert "ectopic_pregnancy" in ids({"positive_symptom": [{"value": "pain", "location": ["pelvis"]},
+                                                            {"value": "amenorrhea"}]}, rules)
+    assert "ectopic_pregnancy" not in ids({**pregnant, "positive_symptom": [{"value": "back pain"}]}, rules)
+    assert "ectopic_pregnancy" not in ids({"positive_symptom": [{"value": "headache"}, {"value": "amenorrhea"}]}, rules)
+    assert "ectopic_pregnancy" not in ids({"positive_symptom": [belly],
+                                           "negative_medical_history": [{"value": "pregnancy"}]}, rules)

@@ -99,6 +99,18 @@ def conversation_rules() -> list[Any]:
     return rules
 
 
+NEAR_MISS_CUES = ("nearly", "almost", "about to", "going to", "gonna", "close to", "on the verge of")
+"""Words that make an event a near miss: "I nearly passed out", "I thought I was going to faint", "close to blacking
+out" say it did not happen. Not "might" (doubt whether it happened: "I might have fainted") nor "would" (a habit:
+"I would faint every morning")."""
+
+
+def near_misses(phrases: Iterable[str]) -> list[str]:
+    """Each phrase of an event said as a near miss ("passed out" -> "nearly passed out", "about to passed out"): the
+    phrase matcher compares stems, so "about to pass out" and "close to passing out" find them too."""
+    return [f"{cue} {p}" for p in phrases for cue in NEAR_MISS_CUES]
+
+
 CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "they", "he", "she", "we", "today", "now",
                    "yesterday", "this", "then", "since"]
 """Words that start a new clause after a comma or "and" (spaCy splits "I've" into "I" and "'ve")."""
@@ -447,6 +459,12 @@ _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
 knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight
 memory mind temp""".split())
+_KIN_MODIFIERS = frozenset("""little young younger youngest old older oldest eldest elder middle baby teenage newborn
+infant twin year years month months week weeks""".split())
+"""Words a guardian puts between "my" and the relative ("my little girl", "my eldest son", "my 3-year-old daughter",
+whose digits the word split drops): the relative is the word after them."""
+_KIN_MODIFIER = re.compile(r"(?:(?:little|young(?:er|est)?|old(?:er|est)?|eldest|elder|middle|baby|teenage|newborn|"
+                           r"infant|twin|\d+[- ](?:year|month|week)s?[- ]old)\s+)*", re.I)
 _HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
 
 
@@ -459,6 +477,8 @@ def proxy_subject(text: str) -> str | None:
     while i < len(words) and words[i] in _FILLERS:
         i += 1
     if i < len(words) and words[i] == "my":
+        i += 1
+    while i + 1 < len(words) and words[i] in _KIN_MODIFIERS:
         i += 1
     if i >= len(words):
         return None
@@ -475,7 +495,7 @@ def first_person(text: str, relative: str) -> str:
     """``text`` told as the patient would tell it: the relative and the third-person pronouns become "I", "me",
     "my" ("My wife blacked out, she said her heart was racing" -> "I blacked out, I said my heart was racing"), so
     readers written for what patients say of themselves read a guardian's report of the patient."""
-    rel = re.escape(relative)
+    rel = _KIN_MODIFIER.pattern + re.escape(relative)  # "my little girl" is the girl
     contraction = r"(?:'s|’s)"
 
     def subject_s(m: re.Match[str]) -> str:  # "X's" is possessive before a body word, else "is" / "has"

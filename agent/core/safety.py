@@ -25,7 +25,7 @@ import yaml
 
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
-from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader
+from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader, near_misses
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
 from agent.core.ontology import Vocabulary, default_vocabulary, symptom_names
@@ -38,6 +38,9 @@ ORDINARY = "~ordinary"
 """The phrase finder's key of ``ordinary_phrases``: the phrase-level twin of ``ordinary``. A rule phrase matches
 inflected ("fainted" finds "faint"), so an everyday phrase with the same word ("I feel faint") would raise the rule;
 listed here, the longer everyday phrase takes the span and raises nothing."""
+NEAR_MISS = "~near:"
+"""The phrase finder's key prefix of a near miss of a rule's phrases ("nearly passed out"), for rules with
+``near_miss_ignored``: the longer near-miss phrase takes the span, and its clause raises that rule by meaning neither."""
 
 DISCLAIMER = (
     "This history was taken by an automated assistant. It is not a diagnosis or medical advice and does not "
@@ -98,6 +101,7 @@ class Rule:
     descriptions: tuple[str, ...] = ()  # what a patient with this flag says: the semantic matcher's references
     source: str = ""  # the guideline the red-flag set comes from
     hedge_keeps_level: bool = False  # a hedge is how patients say it (self-harm, suicide): never "possible"
+    near_miss_ignored: bool = False  # "I nearly fainted" is no faint: a near miss of its phrases raises nothing
     context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
 
 
@@ -109,6 +113,7 @@ class Screen:
     fire: float = 0.74
     possible: float = 0.68
     margin: float = 0.05  # how much nearer to the rule than to any ordinary complaint a clause must be to fire
+    rival: float = 1.0  # how far below the clause's nearest rule another rule may be and still be raised by it
 
 
 @dataclass
@@ -228,6 +233,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         keeps = r.get("hedge_keeps_level", False)
         if not isinstance(keeps, bool):
             raise RuleError(f"{where}: 'hedge_keeps_level' must be true or false")
+        near = r.get("near_miss_ignored", False)
+        if not isinstance(near, bool):
+            raise RuleError(f"{where}: 'near_miss_ignored' must be true or false")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -242,13 +250,15 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 none_of,
                 tuple(" ".join(p.lower().split()) for p in phrases),
                 tuple(" ".join(d.split()) for d in descriptions),
-                source.strip(),
-                keeps,
-                context,
+                source=source.strip(),
+                hedge_keeps_level=keeps,
+                context=context,
+                near_miss_ignored=near,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
-    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain)])
+    near = [(p, NEAR_MISS + r.id) for r in rules if r.near_miss_ignored for p in near_misses(r.phrases)]
+    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near])
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
     return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary,
@@ -256,7 +266,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context"}
+              "hedge_keeps_level", "context", "near_miss_ignored"}
 
 
 def _context(raw: object, where: str) -> Context | None:
@@ -280,9 +290,9 @@ def _texts(raw: object, where: str) -> list[str]:
 def _screen(raw: object, path: str | Path) -> Screen:
     if raw is None:
         return Screen()
-    if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin"}:
+    if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin", "rival"}:
         raise RuleError(
-            f"{path}: screen: expected a mapping with 'fire', 'possible' and 'margin' (cosine similarities)"
+            f"{path}: screen: expected a mapping with 'fire', 'possible', 'margin' and 'rival' (cosine similarities)"
         )
     screen = Screen(**{k: float(v) for k, v in raw.items()})
     if not 0 < screen.possible <= screen.fire <= 1:
@@ -426,14 +436,20 @@ def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
     return rule.level if rule.hedge_keeps_level or not uncertain else "possible"
 
 
-def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[str, list[str]]]:
+    """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the words: "nearly
+    blacked out"), which raise nothing, by phrase or by meaning."""
     out: dict[str, RedFlag] = {}
+    near: dict[str, list[str]] = {}
     if rules.finder is None:
-        return out
+        return out, near
     by_id = {r.id: r for r in rules.rules}
     for f in rules.finder.find(text)[0]:
         if f.key == ORDINARY:
             continue  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is taken
+        if f.key.startswith(NEAR_MISS):
+            near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.text.lower())
+            continue
         rule = by_id[f.key]
         if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
             continue
@@ -442,13 +458,14 @@ def _phrase_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
         if LEVELS.index(level) < LEVELS.index(flag.level):
             flag.level = level
         flag.evidence.append({"text": f.text, "sentence": f.sentence, "match": "phrase"})
-    return out
+    return out, near
 
 
-def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
+def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None = None) -> dict[str, RedFlag]:
     """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
     fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
-    itself negated ("I don't want to be here any more")."""
+    itself negated ("I don't want to be here any more"); a clause that says a near miss of a rule's phrase (``near``:
+    rule id -> the words, "nearly keeled over") raises that rule neither."""
     refs, ref_emb = rules.references
     if not refs:
         return {}
@@ -471,9 +488,17 @@ def _semantic_flags(text: str, rules: RuleSet) -> dict[str, RedFlag]:
         & (in_context | (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin))  # nearer than the ordinary
         & (sims >= rules.screen.possible)
     )
+    # a clause raises the rules it is nearest to, not every rule that shares half its words: "my calf has been swollen
+    # since the flight" is a DVT's (0.92), not the pulmonary embolism of "my calf is swollen and I am breathless"
+    # (0.75). Rules with a context are neither rivals nor suppressed: their context is read after this.
+    rivals = np.where(usable & ~in_context, sims, -1.0).max(axis=1)[:, None]
+    usable &= in_context | (sims >= rivals - rules.screen.rival)
     best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
     for ci, ri in zip(*np.nonzero(usable), strict=True):
         rule_i, sim = refs[ri][0], float(sims[ci, ri])
+        said = clauses[ci].text.lower()
+        if near and any(words in said for words in near.get(rules.rules[rule_i].id, ())):
+            continue
         if sim > best.get(rule_i, (0.0, 0, 0))[0]:
             best[rule_i] = (sim, int(ci), int(ri))
     out = {}
@@ -538,8 +563,8 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     relative = None
     if opening:
         text, relative = as_the_patient(text)
-    found = _phrase_flags(text, rules)
-    for rid, flag in _semantic_flags(text, rules).items():
+    found, near = _phrase_flags(text, rules)
+    for rid, flag in _semantic_flags(text, rules, near).items():
         if rid not in found:
             found[rid] = flag
             continue

@@ -66,6 +66,10 @@ _WHETHER_AT_ALL = re.compile(r"\b(?:any|anything|anyone|ever|either)\b")
 _OR_NOT = re.compile(r"\bor (?:not|no|none|neither|something|anything|whatever)\b")
 """What makes a question with "or" a yes/no question (see :meth:`AnswerReader.offers_alternatives`): "any" or
 "ever" before the "or" ("Any cough or fever?"), or "or not", "or anything" after it."""
+_PRESUPPOSES = re.compile(r"\b(?:is|are|does|do|did|was|were|has|have|would)\s+(?:it|they|that|this|these|those|the|"
+                          r"your|you\s+say)\b")
+"""How a question that offers alternatives refers to the item it presupposes ("is it ...", "does the pain ...", "would
+you say ..."): without such a reference, "X or Y?" names one item twice and asks whether."""
 
 
 _HOW_OFTEN = re.compile(r"\b(?:every (?:other )?(?:day|night|week|weekend|morning|evening)|"
@@ -136,6 +140,7 @@ class AnswerReader:
         doctor_factors = self.doctor_factors(doctor, polarity)
         if polarity == "deny" and not named and self.denies_something_else(text, doctor, asked):
             return  # "No, I haven't had any flashing lights" to "any vision loss?": the asked items stay unanswered
+        unsaid_which = polarity is None and self.lists_whether(asked)
         for base, value, checks in asked:
             spec = cmas.SLOTS[base]
             if not spec.medical:
@@ -157,8 +162,8 @@ class AnswerReader:
                     if v == value and name.endswith(base) and not self.elsewhere(item, checks, text):
                         self.check_values(item, checks, base)
                 continue
-            if named or self.says_something_else(text, polarity, mentions):
-                continue
+            if named or self.says_something_else(text, polarity, mentions) or unsaid_which:
+                continue  # unsaid_which: "Since Sunday, it's constant" to "any headache, stiff neck or rash?"
             known = state_status(state, base, value)
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
             busy |= self._elsewhere(sents, checks)
@@ -205,6 +210,18 @@ class AnswerReader:
                 cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions)
         return (polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text)
                 and any(cmas.SLOTS[m.base].medical for m in mentions))
+
+    @staticmethod
+    def lists_whether(asked: list[Asked]) -> bool:
+        """Whether the question asks whether the patient has any of several items, and nothing about them: then a
+        reply with neither yes nor no that names none of them ("About an 8, it's there all the time" to "any missed
+        periods, bleeding or fainting?") does not say which it is about, and affirms none (an invented fact each).
+        Asked about one item, or about an attribute ("when did the cough and the fever start?", "is it a dry cough or
+        are you bringing up phlegm?"), such a reply answers the question. A place asked ("any pain in your tummy?") is
+        part of what is asked whether."""
+        medical = [checks for base, _, checks in asked if cmas.SLOTS[base].medical]
+        return len(medical) > 1 and not any(
+            c.get("type") not in ("value", "status", "location") for checks in medical for c in checks)
 
     def denies_something_else(self, text: str, doctor: str, asked: list[Asked]) -> bool:
         """Whether a "no" reply that does not name the asked items denies something else: "No, I haven't had any
@@ -263,6 +280,8 @@ class AnswerReader:
         alternatives = _ALTERNATIVES.search(question)
         if not alternatives or _WHETHER_AT_ALL.search(question[:alternatives.end()]) or _OR_NOT.search(question):
             return False
+        if not _PRESUPPOSES.search(question):
+            return False  # "How about being lightheaded, or like you were going to pass out?": two names of one item
         named = {m.value for m in self.finder.mentions(question)[0] if cmas.SLOTS[m.base].medical}
         return len(named) <= 1
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from agent.core import cmas
-from agent.core.clinical_text import looks_plural, singular
+from agent.core.clinical_text import looks_plural, near_misses, singular
 from agent.core.lay_terms import lay_phrases
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.paths import REPO_ROOT
@@ -26,7 +26,8 @@ DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
 CONDITION = "condition"
 """Pseudo slot type of ``conditions``: medical history of the patient, or family history of a relative."""
 
-_KEYS = {"values", "conditions", "relations", "locations", "characteristics", "factors", "answers", "acknowledgements"}
+_KEYS = {"values", "conditions", "near_misses", "relations", "locations", "characteristics", "factors", "answers",
+         "acknowledgements"}
 _MAX_KEYWORD_WORDS = 4
 
 
@@ -155,6 +156,7 @@ def load_lexicon(
                 terms.append(Term(phrase, lay.base, lay.value))
                 explicit.add(phrase)
     terms += [t for t in _ontology_terms(vocab, emitted) if t.phrase not in explicit]
+    terms += _near_miss_terms(raw.get("near_misses") or {}, terms, vocab, path)
     locations = {p: v for v, ps in _value_table(raw.get("locations") or {}, f"{path}: locations").items() for p in ps}
     for phrase, site in _ontology_locations(vocab).items():
         locations.setdefault(phrase, site)
@@ -180,6 +182,25 @@ def load_lexicon(
     for t in terms:
         lex.by_value.setdefault((t.base, t.value), []).append(t.phrase)
     return lex
+
+
+def _near_miss_terms(raw: object, terms: list[Term], vocab: Vocabulary, path: str | Path) -> list[Term]:
+    """``near_misses``: symptom value -> the event whose phrases, said as a near miss ("nearly fainted", "I thought I
+    was going to pass out"), name it: a faint the patient nearly had is presyncope, and read as the event it would
+    put a syncope (and its red flag) in the state."""
+    if not isinstance(raw, dict):
+        raise LexiconError(f"{path}: near_misses: expected a mapping symptom value -> the event it nearly is")
+    out: list[Term] = []
+    have = {t.phrase for t in terms}
+    for value, event in raw.items():
+        for v in (value, event):
+            if not isinstance(v, str) or not vocab.known("symptom", v):
+                raise LexiconError(f"{path}: near_misses: {v!r} is not a symptom value of the vocabulary")
+        phrases = [t.phrase for t in terms if t.base == "symptom" and t.value == event]
+        if not phrases:
+            raise LexiconError(f"{path}: near_misses.{value}: the lexicon has no phrase for {event!r}")
+        out += [Term(p, "symptom", value) for p in near_misses(phrases) if p not in have]
+    return out
 
 
 _SIDED = re.compile(r"\((?:L|R)\)$")

@@ -80,6 +80,11 @@ def _has(item: dict, base: str, check: str) -> bool:
     return any(item.get(n) not in (None, "", []) for n in names)
 
 
+ANSWERED_BY = {("symptom", "amenorrhea"): ("medical_history", "pregnancy")}
+"""Items another positive item answers: a woman who says she is pregnant has missed her periods, and asking her
+"any missed periods?" tells a clinician the interview did not listen."""
+
+
 def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
     """Whether the state already answers ``q``, under any status.
 
@@ -112,7 +117,10 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
                    for s, it in items)
     found = find_item(state, q.base, q.value, vocab)
     if found is None:
-        return False
+        by = next((b for (base, value), b in ANSWERED_BY.items() if base == q.base and vocab.same(base, q.value, value)),
+                  None)
+        return by is not None and q.check in (None, "value", "status") and (
+            (f := find_item(state, *by, vocab)) is not None and f[0] == "positive")
     status, item = found
     if q.check in cmas.VALUE_SENSITIVE_CHECKS and q.values:
         have = item.get(q.check) or []

@@ -464,3 +464,20 @@ def test_a_near_miss_table_naming_what_the_lexicon_lacks_fails_at_load_with_its_
     with pytest.raises(LexiconError, match=match) as err:
         load_lexicon(path, lay_terms=False)
     assert str(path) in str(err.value)
+
+
+def test_what_a_walkthrough_found_is_read_by_mechanism(nlu):
+    """A blind early-pregnancy, dizziness and meningism walkthrough (session of 2026-11-25), in other words here:
+    a movement's goal is no site, a bare bleeding in pregnancy is vaginal, a scan's finding is no symptom, denying
+    a kind of dizziness keeps the dizziness, and "like I might faint" is a near miss."""
+    s = slots(nlu.frames("My neck is stiff and it hurts to tuck my chin down onto my chest."))
+    assert "chest pain" not in values(s, "positive_symptom")
+    assert all("chest" not in (it.get("location") or []) for it in s.get("positive_symptom") or []), s
+    s = slots(nlu.frames("I'm twelve weeks along and there's been some bleeding since lunchtime."))
+    assert "vaginal bleeding" in values(s, "positive_symptom") and "rectal bleeding" not in values(
+        s, "positive_symptom"), s
+    assert "palpitations" not in values(slots(nlu.frames("The midwife found a heartbeat on the ultrasound.")),
+                                        "positive_symptom")
+    assert "dizziness" not in values(slots(nlu.frames("No, the room isn't spinning.")), "negative_symptom")
+    s = slots(nlu.frames("I go all light-headed, like I might faint."))
+    assert "presyncope" in values(s, "positive_symptom") and not values(s, "unknown_symptom") & {"syncope"}, s

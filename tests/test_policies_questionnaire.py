@@ -313,3 +313,16 @@ def test_one_question_per_turn_when_configured(tmp_path):
         ctx_of({"positive_symptom": [{"value": "coughing"}]}, [[{"action": "nod_prompt_salutations"}]])
     )
     assert out.value == [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}]}]}]
+
+
+def test_a_pregnancy_answers_the_missed_periods_question():
+    """"I'm nine weeks gone" answers "any missed periods?": asking it tells a clinician the interview did not listen.
+    A denied pregnancy answers nothing about the periods."""
+    from agent.core.ontology import default_vocabulary
+    from policies.questions import Question, answered
+
+    vocab = default_vocabulary()
+    periods = Question("symptom", "amenorrhea")
+    assert answered({"positive_medical_history": [{"value": "pregnancy"}]}, periods, vocab)
+    assert not answered({"negative_medical_history": [{"value": "pregnancy"}]}, periods, vocab)
+    assert not answered({}, periods, vocab)

@@ -99,10 +99,11 @@ def conversation_rules() -> list[Any]:
     return rules
 
 
-NEAR_MISS_CUES = ("nearly", "almost", "about to", "going to", "gonna", "close to", "on the verge of")
+NEAR_MISS_CUES = ("nearly", "almost", "about to", "going to", "gonna", "close to", "on the verge of", "like i might",
+                  "like i'd", "like i would")
 """Words that make an event a near miss: "I nearly passed out", "I thought I was going to faint", "close to blacking
-out" say it did not happen. Not "might" (doubt whether it happened: "I might have fainted") nor "would" (a habit:
-"I would faint every morning")."""
+out", "light-headed, like I might keel over" say it did not happen. Not "might" alone (doubt whether it happened:
+"I might have fainted") nor "would" alone (a habit: "I would faint every morning")."""
 
 
 def near_misses(phrases: Iterable[str]) -> list[str]:

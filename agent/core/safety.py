@@ -437,8 +437,9 @@ def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
 
 
 def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[str, list[str]]]:
-    """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the words: "nearly
-    blacked out"), which raise nothing, by phrase or by meaning."""
+    """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the sentences that
+    say them: "I thought I was going to pass out so I sat down on the floor"), which raise nothing, by phrase or by
+    meaning: the rest of such a sentence tells the near miss ("... so I sat down"), not the event."""
     out: dict[str, RedFlag] = {}
     near: dict[str, list[str]] = {}
     if rules.finder is None:
@@ -448,7 +449,7 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
         if f.key == ORDINARY:
             continue  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is taken
         if f.key.startswith(NEAR_MISS):
-            near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.text.lower())
+            near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.sentence.lower())
             continue
         rule = by_id[f.key]
         if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
@@ -464,8 +465,8 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
 def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None = None) -> dict[str, RedFlag]:
     """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
     fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
-    itself negated ("I don't want to be here any more"); a clause that says a near miss of a rule's phrase (``near``:
-    rule id -> the words, "nearly keeled over") raises that rule neither."""
+    itself negated ("I don't want to be here any more"); a clause of a sentence that says a near miss of a rule's
+    phrase (``near``: rule id -> the sentences, "I nearly keeled over in the shower") raises that rule neither."""
     refs, ref_emb = rules.references
     if not refs:
         return {}
@@ -497,7 +498,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     for ci, ri in zip(*np.nonzero(usable), strict=True):
         rule_i, sim = refs[ri][0], float(sims[ci, ri])
         said = clauses[ci].text.lower()
-        if near and any(words in said for words in near.get(rules.rules[rule_i].id, ())):
+        if near and any(said in sent or sent in said for sent in near.get(rules.rules[rule_i].id, ())):
             continue
         if sim > best.get(rule_i, (0.0, 0, 0))[0]:
             best[rule_i] = (sim, int(ci), int(ri))

@@ -305,14 +305,29 @@ def not_the_back(text: str, start: int, end: int) -> bool:
     return bool(_ADVERB_BACK_BEFORE.search(text[:start]) or _ADVERB_BACK_AFTER.search(text[end:]))
 
 
+_MOVEMENT_GOAL = re.compile(
+    r"\b(?:bend|bends|bent|bending|touch\w*|put|puts|putting|bring\w*|brought|tuck\w*|lower\w*|mov(?:e|es|ed|ing)|"
+    r"lift\w*|rais(?:e|es|ed|ing)|reach\w*|turn\w*|tilt\w*|pull\w*)\b(?:\s+[\w']+){0,5}?\s+(?:(?:down|up|back)\s+)?"
+    r"(?:to|towards|onto|against|above|over|behind)\s+(?:my|the|your|his|her)\s+$", re.I)
+"""A place that is where a movement goes, not where a symptom is: "it hurts to bend my chin down to my chest" (a stiff
+neck, not a chest pain: it had raised the acute-coronary emergency), "it hurts when I lift my arm above my head"."""
+
+
+def movement_goal(text: str, start: int) -> bool:
+    """Whether the place at ``start`` of ``text`` is the goal of a movement the clause tells (:data:`_MOVEMENT_GOAL`)."""
+    return bool(_MOVEMENT_GOAL.search(text[:start]))
+
+
 def _matches(text: str, table: dict[str, str]) -> list[tuple[int, int, str]]:
     """``(start, end, phrase)`` of each phrase of ``table`` found in ``text`` as whole words, longest first and never
     overlapping a longer one, in text order; a possessive or contracted "'s" after the phrase still ends a word ("my
-    tummy's swollen"). The adverb "back" is no place (:func:`not_the_back`)."""
+    tummy's swollen"). The adverb "back" is no place (:func:`not_the_back`), nor where a movement goes
+    (:func:`movement_goal`)."""
     found: list[tuple[int, int, str]] = []
     for phrase in sorted(table, key=len, reverse=True):
         for m in re.finditer(rf"(?<![\w']){re.escape(phrase)}(?!\w|'(?!s\b))", text):
-            if any(s < m.end() and m.start() < e for s, e, _ in found) or not_the_back(text, m.start(), m.end()):
+            if (any(s < m.end() and m.start() < e for s, e, _ in found) or not_the_back(text, m.start(), m.end())
+                    or movement_goal(text, m.start())):
                 continue
             found.append((m.start(), m.end(), phrase))
     return sorted(found)

@@ -41,6 +41,10 @@ leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thr
 aneurysm""".split())
 _WORD = re.compile(r"[a-z]+")
 MIN_CONTENT_WORDS = 2
+_FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|results?|(?:they|he|she|it|doctors?|"
+                              r"nurses?|midwife)\s+(?:saw|see|found|showed|shows|picked up|detected))\b", re.I)
+"""A clause that reports what a test, a scan or a clinician found ("I had a scan and they saw a heartbeat"): a
+finding, not the patient's symptom (the heartbeat on a scan is no palpitation); the lexicon's medical tests read it."""
 _ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b", re.I)
 
 
@@ -179,7 +183,7 @@ class ConceptMatcher:
         clauses = [
             c for c in self.clauses.clauses(text)
             if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
-            and not self._describes_antecedent(c.text, text, named_l)
+            and not self._describes_antecedent(c.text, text, named_l) and not _FOUND_BY_OTHERS.search(c.text)
         ]
         if not clauses:
             return []

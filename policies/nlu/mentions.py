@@ -206,23 +206,34 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
                                    r"diarrh\w*|wipe|wiping)\b")),
     ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|was sick|been sick|being sick)\b")),
+    # bleeding in pregnancy is from the womb until said otherwise (NICE CKS Bleeding in pregnancy)
+    ("vaginal bleeding", re.compile(r"\b(?:vagin\w*|down below|pads?|periods?|pregnan\w*|weeks (?:gone|along)|"
+                                    r"miscarr\w*|womb|spotting)\b")),
 )
 _SITE_OF_SYMPTOM = (  # the state's complaints -> the site a bare "blood" is from when the utterance does not say
     ("hemoptysis", re.compile(r"cough|sputum|hemoptysis|dyspnea|wheez|chest")),
     ("hematuria", re.compile(r"urin|dysuria|hematuria|polyuria|nocturia")),
     ("rectal bleeding", re.compile(r"faeces|bowel|diarrh|constipation|rectal|stool|melena|tarry")),
     ("hematemesis", re.compile(r"vomit|hematemesis|coffee ground")),
+    ("vaginal bleeding", re.compile(r"pregnancy|amenorrhea|vaginal")),
 )
+_BARE_BLOOD = frozenset({"hemoptysis", "unusual bleeding"})
+"""The values the lexicon gives bare "blood" and "bleeding" ("some blood in it", "some bleeding"): the site decides."""
+_BLEEDINGS = frozenset(value for value, _ in _SITES)
+"""The bleedings a site decides: a bleeding the second stage took by meaning from a clause that names no site ("I've
+started bleeding this morning") is the encoder's guess among them, and the site said around it decides instead."""
 
 
 def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
     """Bare "blood" ("no blood that I've seen", "some blood in it") is blood from where the conversation is: the
     lexicon files such phrases under coughed-up blood (MediTOD's respiratory dialogues), but after "my wee burns"
-    they are blood in the urine (:func:`blood_site`)."""
+    they are blood in the urine (:func:`blood_site`). So is a bleeding the second stage took from a clause by meaning
+    (:data:`_BLEEDINGS`): "nine weeks gone and I've started bleeding" is vaginal bleeding, not the rectal bleeding
+    the encoder found nearest."""
     for m in mentions:
-        if m.base != "symptom" or m.value != "hemoptysis":
-            continue
         placed = m.char_end > m.char_start  # a second-stage mention has its clause, not a place in a sentence
+        if m.base != "symptom" or not (m.value in _BARE_BLOOD or (not placed and m.value in _BLEEDINGS)):
+            continue
         said = m.sentence[m.char_start:m.char_end] if placed else m.sentence
         at = (m.char_start + m.char_end) // 2 if placed else None
         m.value = blood_site(said, m.sentence, at, text, state) or m.value
@@ -237,7 +248,8 @@ def blood_site(said: str, sentence: str, at: int | None, text: str, state: dict)
         return None
     site = _nearest_site(sentence.lower(), at) or _nearest_site(text.lower(), None)
     if site is None:
-        latest = [str(it.get("value", "")) for it in state.get("positive_symptom") or []]
+        latest = [str(it.get("value", "")) for base in ("symptom", "medical_history")
+                  for it in state.get(f"positive_{base}") or []]
         site = next((value for v in reversed(latest) for value, cue in _SITE_OF_SYMPTOM if cue.search(v)), None)
     return site
 

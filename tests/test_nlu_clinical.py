@@ -481,3 +481,13 @@ def test_what_a_walkthrough_found_is_read_by_mechanism(nlu):
     assert "dizziness" not in values(slots(nlu.frames("No, the room isn't spinning.")), "negative_symptom")
     s = slots(nlu.frames("I go all light-headed, like I might faint."))
     assert "presyncope" in values(s, "positive_symptom") and not values(s, "unknown_symptom") & {"syncope"}, s
+
+
+def test_denying_unusual_bleeding_denies_no_bleeding_the_patient_came_with(nlu):
+    """"Any unusual bleeding or nosebleeds?" - "No, no bleeding.": the denial is of what was asked; the rectal bleeding
+    the patient came with stays (the conversation's complaint decides only a bleeding said to be there)."""
+    state = {"positive_symptom": [{"value": "rectal bleeding"}]}
+    asked = [{"action": "inquire", "symptom": [{"value": "unusual bleeding"}, {"value": "epistaxis"}]}]
+    for reply in ("I don't think I've had unusual bleeding.", "No, no bleeding."):
+        s = slots(nlu.frames(reply, asked, state))
+        assert "rectal bleeding" not in values(s, "negative_symptom"), (reply, s)

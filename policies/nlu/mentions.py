@@ -219,6 +219,7 @@ _SITE_OF_SYMPTOM = (  # the state's complaints -> the site a bare "blood" is fro
 )
 _BARE_BLOOD = frozenset({"hemoptysis", "unusual bleeding"})
 """The values the lexicon gives bare "blood" and "bleeding" ("some blood in it", "some bleeding"): the site decides."""
+_NAMED_BLEEDING = re.compile(r"\b(?:unusual|abnormal|bruis\w*)\b", re.I)
 _BLEEDINGS = frozenset(value for value, _ in _SITES)
 """The bleedings a site decides: a bleeding the second stage took by meaning from a clause that names no site ("I've
 started bleeding this morning") is the encoder's guess among them, and the site said around it decides instead."""
@@ -235,8 +236,13 @@ def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
         if m.base != "symptom" or not (m.value in _BARE_BLOOD or (not placed and m.value in _BLEEDINGS)):
             continue
         said = m.sentence[m.char_start:m.char_end] if placed else m.sentence
+        if m.value != "hemoptysis" and _NAMED_BLEEDING.search(said):
+            continue  # "I haven't had unusual bleeding": the concept asked about, by its name
         at = (m.char_start + m.char_end) // 2 if placed else None
-        m.value = blood_site(said, m.sentence, at, text, state) or m.value
+        # the conversation's complaint decides a bare "blood" said of it; a bare bleeding only when it is said to be
+        # there ("No, no bleeding" to "any unusual bleeding?" denies no rectal bleeding the patient came with)
+        context = state if m.value == "hemoptysis" or m.status == "positive" else {}
+        m.value = blood_site(said, m.sentence, at, text, context) or m.value
 
 
 def blood_site(said: str, sentence: str, at: int | None, text: str, state: dict) -> str | None:

@@ -117,8 +117,8 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
                    for s, it in items)
     found = find_item(state, q.base, q.value, vocab)
     if found is None:
-        by = next((b for (base, value), b in ANSWERED_BY.items() if base == q.base and vocab.same(base, q.value, value)),
-                  None)
+        by = next((b for (base, value), b in ANSWERED_BY.items()
+                   if base == q.base and vocab.same(base, q.value, value)), None)
         return by is not None and q.check in (None, "value", "status") and (
             (f := find_item(state, *by, vocab)) is not None and f[0] == "positive")
     status, item = found

@@ -40,7 +40,8 @@ inflected ("fainted" finds "faint"), so an everyday phrase with the same word ("
 listed here, the longer everyday phrase takes the span and raises nothing."""
 NEAR_MISS = "~near:"
 """The phrase finder's key prefix of a near miss of a rule's phrases ("nearly passed out"), for rules with
-``near_miss_ignored``: the longer near-miss phrase takes the span, and its clause raises that rule by meaning neither."""
+``near_miss_ignored``: the longer near-miss phrase takes the span, and its sentence raises that rule by meaning
+neither."""
 
 DISCLAIMER = (
     "This history was taken by an automated assistant. It is not a diagnosis or medical advice and does not "

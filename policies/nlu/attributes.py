@@ -314,7 +314,7 @@ neck, not a chest pain: it had raised the acute-coronary emergency), "it hurts w
 
 
 def movement_goal(text: str, start: int) -> bool:
-    """Whether the place at ``start`` of ``text`` is the goal of a movement the clause tells (:data:`_MOVEMENT_GOAL`)."""
+    """Whether the place at ``start`` of ``text`` is where a movement the clause tells goes (:data:`_MOVEMENT_GOAL`)."""
     return bool(_MOVEMENT_GOAL.search(text[:start]))
 
 

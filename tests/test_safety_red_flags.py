@@ -318,3 +318,14 @@ def test_ectopic_pregnancy_needs_a_pregnancy_sign_and_a_pain_low_in_the_belly(ru
     assert "ectopic_pregnancy" not in ids({"positive_symptom": [{"value": "headache"}, {"value": "amenorrhea"}]}, rules)
     assert "ectopic_pregnancy" not in ids({"positive_symptom": [belly],
                                            "negative_medical_history": [{"value": "pregnancy"}]}, rules)
+
+
+def test_a_painful_stiff_neck_with_vomiting_is_meningism_not_a_cardiac_pain(rules):
+    """A blind meningism walkthrough: neck pain ("it hurts to bend my chin down") with vomiting, fever and a stiff
+    neck raised the acute-coronary emergency beside meningism. A stiff neck makes the neck pain meningism's."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["neck"]}, {"value": "vomiting"},
+                                  {"value": "neck stiffness"}, {"value": "fever"}, {"value": "headache"}]}
+    assert "acute_coronary_syndrome_beyond_chest" not in ids(state, rules)
+    assert "meningism" in ids(state, rules)
+    cardiac = {"positive_symptom": [{"value": "pain", "location": ["neck"]}, {"value": "vomiting"}]}
+    assert "acute_coronary_syndrome_beyond_chest" in ids(cardiac, rules)

@@ -491,3 +491,11 @@ def test_denying_unusual_bleeding_denies_no_bleeding_the_patient_came_with(nlu):
     for reply in ("I don't think I've had unusual bleeding.", "No, no bleeding."):
         s = slots(nlu.frames(reply, asked, state))
         assert "rectal bleeding" not in values(s, "negative_symptom"), (reply, s)
+
+
+def test_waking_up_is_no_drowsiness(nlu):
+    """A blind walkthrough (sudden hearing loss): "I woke up yesterday and couldn't hear" had become drowsiness, read
+    by meaning against a drowsiness phrase ("not waking up"); "hard to wake" still is drowsiness."""
+    s = slots(nlu.frames("I woke up this morning and the hearing in my left ear had gone."))
+    assert "drowsiness" not in values(s, "positive_symptom"), s
+    assert "drowsiness" in values(slots(nlu.frames("She's very hard to wake this morning.")), "positive_symptom")

@@ -464,8 +464,10 @@ _KIN_MODIFIERS = frozenset("""little young younger youngest old older oldest eld
 infant twin year years month months week weeks""".split())
 """Words a guardian puts between "my" and the relative ("my little girl", "my eldest son", "my 3-year-old daughter",
 whose digits the word split drops): the relative is the word after them."""
-_KIN_MODIFIER = re.compile(r"(?:(?:little|young(?:er|est)?|old(?:er|est)?|eldest|elder|middle|baby|teenage|newborn|"
-                           r"infant|twin|\d+[- ](?:year|month|week)s?[- ]old)\s+)*", re.I)
+_AGE_UNITS = frozenset("year years month months week weeks".split())
+_KIN_MODIFIER = re.compile(
+    rf"(?:(?:{'|'.join(sorted(_KIN_MODIFIERS - _AGE_UNITS))}|\d+[- ](?:year|month|week)s?[- ]old)\s+)*", re.I)
+"""The same words in the text as written ("my 3-year-old daughter" keeps its digits there)."""
 _HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
 
 

@@ -140,3 +140,20 @@ def test_a_clause_raises_the_rules_it_is_nearest_to():
     assert "deep_vein_thrombosis" in got and "pulmonary_embolism" not in got, got
     both = "My right calf has swollen up since the coach trip and now I'm suddenly really short of breath."
     assert "pulmonary_embolism" in {f.id for f in check_text_flags(both)}
+
+
+def test_a_hint_of_a_risk_to_life_is_raised_as_possible_and_a_topic_word_is_not():
+    """Suicide, self-harm and harm to others are ``recall_first``: a clause the encoder places below ``possible`` but
+    well nearer the rule than every ordinary complaint and the social and drug history raises it as "possible".
+    Topic words alone (family, tablets, the pill), a denial and a short clause raise nothing."""
+    hint = "Most evenings I stand on the bridge on my way home and think how easy it would be to step off."
+    flags = {f.id: f for f in check_text_flags(hint)}
+    assert "suicidal_ideation" in flags, flags
+    assert flags["suicidal_ideation"].level == "possible"
+    assert flags["suicidal_ideation"].evidence[0]["similarity"] < default_rules().screen.possible  # the low path
+    for quiet in ("I live with my husband and our two boys, and my sister pops round most days.",
+                  "I've been taking co-codamol for the pain in my hip, two tablets four times a day.",
+                  "I'm on the pill and I take a multivitamin.",
+                  "I've never had any thoughts of hurting myself, if that's what you're asking."):
+        raised = {f.id for f in check_text_flags(quiet)}
+        assert not raised & {"suicidal_ideation", "self_harm", "harm_to_others"}, (quiet, raised)

@@ -322,6 +322,7 @@ class Clause:
     family: bool
     historical: bool
     words: int  # content words
+    denies: bool = False  # some content word is in a negation's scope ("no thoughts of harming myself, if ...")
 
 
 # Function words and ConText cue words: they carry no content of their own, so a clause's status is read from the
@@ -381,6 +382,12 @@ class ClauseReader:
         state: dict[int, set[str]] = {}
         for ent in doc.ents:
             state[ent.start] = {m.category for m in ent._.modifiers}
+            # a negation inside an "if" is no denial ("they'd be fine if I wasn't around" says what it says); an "if"
+            # after the negation is an aside ("I've never thought of hurting myself, if that's what you're asking")
+            ifs = [m.modifier_span[0] for m in ent._.modifiers if m.category == "HYPOTHETICAL"]
+            nots = [m.modifier_span[0] for m in ent._.modifiers if m.category == "NEGATED_EXISTENCE"]
+            if ifs and nots and min(ifs) < max(nots):
+                state[ent.start].discard("NEGATED_EXISTENCE")
         windows: list[tuple[int, int]] = []
         sents = list(doc.sents)
         for si, sent in enumerate(sents):
@@ -408,8 +415,7 @@ class ClauseReader:
             def share(cat: str, ws: list[Any] = words) -> float:
                 return sum(1 for w in ws if cat in w) / len(ws)
 
-            # a negation inside an "if" is no denial: "they'd be fine if I wasn't around" says what it says
-            negated = share("NEGATED_EXISTENCE") >= 0.5 and share("HYPOTHETICAL") < 0.5
+            negated = share("NEGATED_EXISTENCE") >= 0.5
             # Two sentences read together are denied when either one is: "No, I haven't had any chest pain. On the
             # left side anyway." says nothing of a pain on the left, though most of its words are outside the "no".
             for sa, sb in bounds:
@@ -418,7 +424,8 @@ class ClauseReader:
                     if part and sum("NEGATED_EXISTENCE" in w for w in part) / len(part) >= 0.5:
                         negated = True
             out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
-                              share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n))
+                              share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n,
+                              denies=negated or share("NEGATED_EXISTENCE") > 0))
         return out
 
 

@@ -104,6 +104,7 @@ class Rule:
     hedge_keeps_level: bool = False  # a hedge is how patients say it (self-harm, suicide): never "possible"
     near_miss_ignored: bool = False  # "I nearly fainted" is no faint: a near miss of its phrases raises nothing
     context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
+    recall_first: bool = False  # a risk to life the patient may only hint at: raised as "possible" on less similarity
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,14 @@ class Screen:
     possible: float = 0.68
     margin: float = 0.05  # how much nearer to the rule than to any ordinary complaint a clause must be to fire
     rival: float = 1.0  # how far below the clause's nearest rule another rule may be and still be raised by it
+    # ``recall_first`` rules (suicide, self-harm, harm to others): patients hint at these in words the small encoder
+    # places far from every description ("I think about driving into a wall and not waking up" is 0.56 from "I wish
+    # I could go to sleep and not wake up"). Such a clause raises the rule as "possible" from this similarity when it
+    # is also this much nearer to the rule than to every ordinary complaint: the contrast, not the similarity alone,
+    # tells a hint from a topic word ("I live with my family" is 0.6 from "my family would be better off without me",
+    # and nearer still to "I live with my family").
+    recall_first_possible: float = 1.0
+    recall_first_margin: float = 1.0
 
 
 @dataclass
@@ -137,6 +146,7 @@ class RuleSet:
     clauses: ClauseReader = field(default_factory=default_clause_reader)
     encoder: Encoder | None = None  # None: the shared default encoder, loaded on first use
     ordinary: tuple[str, ...] = ()  # ordinary complaints without a red flag: what a clause is contrasted with
+    ordinary_history: tuple[str, ...] = ()  # social and drug history: what the recall-first low path also contrasts
     context_finder: PhraseFinder | None = None  # the rules' context phrases, keyed by rule id, with ConText status
 
     @cached_property
@@ -144,11 +154,23 @@ class RuleSet:
         return (self.encoder or default_encoder()).embed_references(list(self.ordinary))
 
     @cached_property
+    def ordinary_history_embeddings(self) -> np.ndarray:
+        return (self.encoder or default_encoder()).embed_references(list(self.ordinary_history))
+
+    @cached_property
     def context_embeddings(self) -> dict[str, np.ndarray]:
         """Unit embeddings of each context rule's context descriptions, by rule id."""
         encoder = self.encoder or default_encoder()
         return {r.id: encoder.embed_references(list(r.context.descriptions))
                 for r in self.rules if r.context is not None and r.context.descriptions}
+
+    @cached_property
+    def denying_references(self) -> np.ndarray:
+        """Per description row of :attr:`references`: whether it says something is not so ("go to sleep and not wake
+        up"). A clause that denies something is matched on the recall-first low path by such a description only."""
+        texts = [d for _, d, _ in self.references[0]]
+        denies = {c.text.lower(): c.denies for d in dict.fromkeys(texts) for c in self.clauses.clauses(d)}
+        return np.array([denies.get(d.lower(), False) for d in texts], dtype=bool)
 
     @cached_property
     def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
@@ -203,9 +225,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a 'rules' list")
-    if unknown := set(raw) - {"rules", "screen", "ordinary", "ordinary_phrases"}:
-        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: ['ordinary', 'ordinary_phrases', 'rules', "
-                        f"'screen']")
+    allowed = {"rules", "screen", "ordinary", "ordinary_history", "ordinary_phrases"}
+    if unknown := set(raw) - allowed:
+        raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
     rules, seen = [], set()
     for i, r in enumerate(raw["rules"]):
         where = f"{path}: rules.{i}"
@@ -237,6 +259,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         near = r.get("near_miss_ignored", False)
         if not isinstance(near, bool):
             raise RuleError(f"{where}: 'near_miss_ignored' must be true or false")
+        recall_first = r.get("recall_first", False)
+        if not isinstance(recall_first, bool):
+            raise RuleError(f"{where}: 'recall_first' must be true or false")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -255,6 +280,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 hedge_keeps_level=keeps,
                 context=context,
                 near_miss_ignored=near,
+                recall_first=recall_first,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -262,12 +288,13 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near])
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
+    history = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary_history"), f"{path}: 'ordinary_history'"))
     return RuleSet(rules, vocab, finder, _screen(raw.get("screen"), path), ordinary=ordinary,
-                   context_finder=context_finder)
+                   ordinary_history=history, context_finder=context_finder)
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context", "near_miss_ignored"}
+              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first"}
 
 
 def _context(raw: object, where: str) -> Context | None:
@@ -291,13 +318,13 @@ def _texts(raw: object, where: str) -> list[str]:
 def _screen(raw: object, path: str | Path) -> Screen:
     if raw is None:
         return Screen()
-    if not isinstance(raw, dict) or set(raw) - {"fire", "possible", "margin", "rival"}:
-        raise RuleError(
-            f"{path}: screen: expected a mapping with 'fire', 'possible', 'margin' and 'rival' (cosine similarities)"
-        )
+    keys = {"fire", "possible", "margin", "rival", "recall_first_possible", "recall_first_margin"}
+    if not isinstance(raw, dict) or set(raw) - keys:
+        raise RuleError(f"{path}: screen: expected a mapping with keys among {sorted(keys)} (cosine similarities)")
     screen = Screen(**{k: float(v) for k, v in raw.items()})
-    if not 0 < screen.possible <= screen.fire <= 1:
-        raise RuleError(f"{path}: screen: need 0 < possible <= fire <= 1, got {screen}")
+    if not 0 < screen.possible <= screen.fire <= 1 or not 0 < screen.recall_first_possible <= 1:
+        raise RuleError(f"{path}: screen: need 0 < possible <= fire <= 1 and 0 < recall_first_possible <= 1, "
+                        f"got {screen}")
     return screen
 
 
@@ -463,6 +490,9 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
     return out, near
 
 
+LOW_PATH_MIN_WORDS = 3  # content words a clause needs before the recall-first low path reads it
+
+
 def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None = None) -> dict[str, RedFlag]:
     """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
     fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
@@ -484,17 +514,34 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     # a rule with a context (a pregnancy) is not contrasted with the ordinary complaints: in its context the ordinary
     # complaint is the sign (a headache at 34 weeks); without it the rule raises nothing (:func:`_context_met`)
     in_context = np.array([rules.rules[i].context is not None for i, _, _ in refs])[None, :]
+    screen = rules.screen
+    contrast = sims - ordinary.max(axis=1)[:, None]  # how much nearer to the description than to any ordinary one
+    recall_first = np.array([rules.rules[i].recall_first for i, _, _ in refs])[None, :]
+    # The low path reads only what can carry a hint: a clause that denies nothing, unless the description denies
+    # too ("I've no thoughts of harming myself, if that's what you're wondering" is near self-harm by its denied
+    # words; "... and not waking up" is near "go to sleep and not wake up"), and that says more than a topic
+    # (a short clause's embedding is its one or two topic words: "I'm on the combined pill" is 0.64 from "taking
+    # all my pills at once").
+    denies = np.array([c.denies for c in clauses])[:, None]
+    hints = (~denies | rules.denying_references[None, :]) & np.array(
+        [c.words >= LOW_PATH_MIN_WORDS for c in clauses])[:, None]
+    if rules.ordinary_history:  # the low path is also contrasted with the social and drug history
+        history = (emb @ rules.ordinary_history_embeddings.T).max(axis=1)[:, None]
+        low_contrast = np.minimum(contrast, sims - history)
+    else:
+        low_contrast = contrast
     usable = (
         (~negated | ref_negated)
         & (~past | keeps)  # context: no denial, no past (but self-harm's)
-        & (in_context | (sims - ordinary.max(axis=1)[:, None] >= rules.screen.margin))  # nearer than the ordinary
-        & (sims >= rules.screen.possible)
+        & (((in_context | (contrast >= screen.margin)) & (sims >= screen.possible))  # nearer than the ordinary
+           | (recall_first & hints & (low_contrast >= screen.recall_first_margin)
+              & (sims >= screen.recall_first_possible)))
     )
     # a clause raises the rules it is nearest to, not every rule that shares half its words: "my calf has been swollen
     # since the flight" is a DVT's (0.92), not the pulmonary embolism of "my calf is swollen and I am breathless"
     # (0.75). Rules with a context are neither rivals nor suppressed: their context is read after this.
     rivals = np.where(usable & ~in_context, sims, -1.0).max(axis=1)[:, None]
-    usable &= in_context | (sims >= rivals - rules.screen.rival)
+    usable &= in_context | (sims >= rivals - screen.rival)
     best: dict[int, tuple[float, int, int]] = {}  # rule index -> (similarity, clause, description row)
     for ci, ri in zip(*np.nonzero(usable), strict=True):
         rule_i, sim = refs[ri][0], float(sims[ci, ri])
@@ -506,7 +553,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     out = {}
     for rule_i, (sim, ci, ri) in best.items():
         rule, clause = rules.rules[rule_i], clauses[ci]
-        level = _level(rule, clause.uncertain or clause.historical, firm=sim >= rules.screen.fire)
+        level = _level(rule, clause.uncertain or clause.historical, firm=sim >= screen.fire)
         out[rule.id] = RedFlag(
             rule.id,
             rule.message,

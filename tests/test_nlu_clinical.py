@@ -34,6 +34,7 @@ def values(s: dict, name: str) -> set[str]:
     ("I get short of breath", "dyspnea"), ("I'm out of breath all the time", "dyspnea"), ("I feel winded", "dyspnea"),
     ("I've been coughing up blood", "hemoptysis"), ("there's phlegm", "colored/excess sputum"),
     ("a hacking cough", "coughing"), ("I passed out yesterday", "syncope"), ("my heart is racing", "palpitations"),
+    ("I've had awful indigestion all evening", "pyrosis"),
 ])
 def test_lay_words_map_to_vocabulary_values(nlu, text, code):
     s = slots(nlu.frames(text))
@@ -499,3 +500,45 @@ def test_waking_up_is_no_drowsiness(nlu):
     s = slots(nlu.frames("I woke up this morning and the hearing in my left ear had gone."))
     assert "drowsiness" not in values(s, "positive_symptom"), s
     assert "drowsiness" in values(slots(nlu.frames("She's very hard to wake this morning.")), "positive_symptom")
+
+
+def test_a_new_complaint_after_a_denial_is_not_the_denied_ones_description(nlu):
+    """A blind walkthrough (cardiac chest pain told as indigestion): "No, no fever. It's like a heavy tight feeling in
+    the middle of my chest" lost the chest pain, its "it" taken for the denied fever. A denied concept is no
+    antecedent; an affirmed one still is ("I've got a cough. It's worse at night" is the cough's factor)."""
+    s = slots(nlu.frames("No, no temperature. It's like a band squeezing across the middle of my chest."))
+    assert "chest pain" in values(s, "positive_symptom") and "fever" in values(s, "negative_symptom"), s
+    s = slots(nlu.frames("I've got a cough. It's worse at night."))
+    assert values(s, "positive_symptom") == {"coughing"}, s
+
+
+def test_where_a_pain_spreads_is_no_complaint_at_that_place(nlu):
+    """"It goes into my jaw and down my left arm" tells where the pain spreads: it had become weakness of the left arm
+    (and a stroke flag) by meaning. A clause that says the arm itself is weak still is."""
+    for said in ("It travels up into my neck and down my right arm.", "It shoots down the back of my left leg."):
+        assert not values(slots(nlu.frames(said)), "positive_symptom") & {"weak limbs", "paresthesia"}, said
+    assert "weak limbs" in values(slots(nlu.frames("My left arm has gone weak.")), "positive_symptom")
+
+
+def test_feeling_sick_is_nausea_and_being_sick_is_vomiting(nlu):
+    """NHS usage: "feeling sick" is nausea, "being sick" vomiting (the walkthrough's "I felt a bit sick" had become
+    vomiting, and the next question "When did the vomiting start?")."""
+    s = slots(nlu.frames("I've felt really sick since breakfast but I haven't actually been sick."))
+    assert "nausea" in values(s, "positive_symptom") and "vomiting" in values(s, "negative_symptom"), s
+
+
+def test_the_date_of_the_last_period_is_no_missed_period(nlu):
+    """"My last period was two weeks ago" dates the menstrual period: it had been read by meaning as a missed period
+    (amenorrhoea) and, with a tummy ache, raised the ectopic-pregnancy emergency."""
+    assert "amenorrhea" not in values(slots(nlu.frames("My last period started about ten days ago.")),
+                                      "positive_symptom")
+    assert "amenorrhea" in values(slots(nlu.frames("I've missed my period this month.")), "positive_symptom")
+
+
+def test_a_bare_sex_answers_the_question_that_asked_it(nlu):
+    """"How old are you, and what sex were you assigned at birth?" - "58, male": the sex was lost, and the man was
+    later asked about the contraceptive pill. Unasked, a bare word says nothing of the speaker ("a man at work")."""
+    asked = [{"action": "inquire", "basic_information": [{"value": "none", "checks": [{"type": "age"}]}]}]
+    assert slots(nlu.frames("63, female.", asked))["basic_information"][0] == {"age": "63", "sex": "female"}
+    assert slots(nlu.frames("I'm 71, male."))["basic_information"][0]["sex"] == "male"
+    assert "basic_information" not in slots(nlu.frames("A man at work had the same cough."))

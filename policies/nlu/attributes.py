@@ -159,9 +159,11 @@ _AGE = re.compile(
     r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b"
     r"(\d{1,3})\s*years? old\b"
 )
-_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old )?"
+_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old |\d{1,3},? )?"
                   r"(man|woman|male|female|guy|lady|boy|girl|gentleman)\b")
-"""The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy"."""
+"""The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy", "I'm 58, male"."""
+_BARE_SEX = re.compile(r"\b(male|female|man|woman|boy|girl)\b")
+"""The sex word of a reply to "how old are you, and what sex ...?" ("58, male", "Female.")."""
 _DWELLING = re.compile(
     r"\b((?:(?:small|big|large|little|tiny|old|new|shared|rented|one-bedroom|two-bedroom|basement|ground floor"
     r"|detached)\s+)*"
@@ -410,8 +412,9 @@ def bare_age(text: str) -> str | None:
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 
-def sex(text: str) -> str | None:
-    m = _SEX.search(text)
+def sex(text: str, asked: bool = False) -> str | None:
+    """The sex the patient states ("I'm a man"); ``asked``: the doctor asked for it, so a bare word answers."""
+    m = _SEX.search(text) or (_BARE_SEX.search(text) if asked else None)
     if not m:
         return None
     return "male" if m.group(1) in ("man", "male", "guy", "boy", "gentleman") else "female"

@@ -116,9 +116,10 @@ class ClinicalNLU:
         if self.concepts is None:
             return []
         named = [m.sentence[m.char_start:m.char_end] for m in mentions]
+        affirmed = [m.sentence[m.char_start:m.char_end] for m in mentions if m.status != "negative"]
         known = {(m.base, m.value) for m in mentions}
         out = []
-        for h in self.concepts.find(text, named):
+        for h in self.concepts.find(text, named, affirmed):
             if any(b == h.base and self.vocab.same(b, h.value, v) for b, v in known):
                 continue
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None

@@ -45,7 +45,19 @@ _FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|r
                               r"nurses?|midwife)\s+(?:saw|see|found|showed|shows|picked up|detected))\b", re.I)
 """A clause that reports what a test, a scan or a clinician found ("I had a scan and they saw a heartbeat"): a
 finding, not the patient's symptom (the heartbeat on a scan is no palpitation); the lexicon's medical tests read it."""
+_PERIOD_DATE = re.compile(r"\b(?:last|latest|most recent|previous)\s+(?:menstrual\s+)?period\s+(?:was|started|came|"
+                          r"began|finished|ended)\b", re.I)
+"""The date of the last menstrual period ("my last period was two weeks ago"): a record of the menstrual history, not
+a symptom; by meaning it is near "missed period" (amenorrhoea), which it does not say."""
 _ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b", re.I)
+_SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
+_SPREAD_VERB = (r"(?:goes|go|went|going|spreads?|spreading|radiates?|radiating|travels?|travell?ing|shoots?|shooting|"
+                r"moves?|moving|runs?|running|comes?\s+(?:up|down|through|into))")
+_DIRECTION = r"(?:down|up|into|through|across|round|around|along)\s+(?:my|the|his|her|their|your)\b"
+_SPREADS = re.compile(rf"\b{_SPREAD_SUBJECT}\s+(?:\w+ly\s+)?{_SPREAD_VERB}\b|^{_DIRECTION}", re.I)
+"""A clause telling where what was said before goes ("it goes into my jaw and down my left arm", "it shoots down the
+back of my leg"), or the bare direction that continues it ("and down my left arm"): the spread of a pain, not a new
+complaint at the place it names (weakness of the arm)."""
 
 
 def says_enough(clause: str) -> bool:
@@ -175,15 +187,19 @@ class ConceptMatcher:
         return (sim >= self.threshold and margin >= self.margin) or (
             sim >= self.threshold - CLEAR_LEAD_SLACK and margin >= CLEAR_LEAD)
 
-    def find(self, text: str, named: list[str]) -> list[ConceptHit]:
+    def find(self, text: str, named: list[str], antecedents: list[str] | None = None) -> list[ConceptHit]:
         """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
         that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
-        (``agent.core.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words."""
+        (``agent.core.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words.
+        ``antecedents``: the named phrases an "it" may stand for (default all): not what the patient denied ("No, no
+        fever. It's like a heavy tight feeling in my chest" tells a new complaint, not the fever's character)."""
         named_l = [n.lower() for n in named if n.strip()]
+        before_l = named_l if antecedents is None else [n.lower() for n in antecedents if n.strip()]
         clauses = [
             c for c in self.clauses.clauses(text)
             if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
-            and not self._describes_antecedent(c.text, text, named_l) and not _FOUND_BY_OTHERS.search(c.text)
+            and not self._describes_antecedent(c.text, text, before_l) and not _FOUND_BY_OTHERS.search(c.text)
+            and not _SPREADS.search(clause_core(c.text)) and not _PERIOD_DATE.search(c.text)
         ]
         if not clauses:
             return []

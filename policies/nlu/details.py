@@ -191,7 +191,7 @@ class DetailReader:
         a = attr.age(whole) or (attr.bare_age(whole) if "basic_information" in asked_bases else None)
         if a and ("basic_information" in asked_bases or "years old" in whole or attr.stated_age(whole) == a):
             frame.record("basic_information")["age"] = a
-        if s := attr.sex(whole):
+        if s := attr.sex(whole, asked="basic_information" in asked_bases):
             frame.record("basic_information")["sex"] = s
         if (home := attr.dwelling(whole)) is not None:
             rec = frame.record("residence")

@@ -161,7 +161,8 @@ _AGE = re.compile(
 )
 _SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old |\d{1,3},? )?"
                   r"(man|woman|male|female|guy|lady|boy|girl|gentleman)\b")
-"""The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy", "I'm 58, male"."""
+"""The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy", "I'm 58,
+male"."""
 _BARE_SEX = re.compile(r"\b(male|female|man|woman|boy|girl)\b")
 """The sex word of a reply to "how old are you, and what sex ...?" ("58, male", "Female.")."""
 _DWELLING = re.compile(

@@ -10,6 +10,8 @@ held-aside material), through the real graph and SQLite sessions on configs/defa
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from graph_fixtures import default_store, talk
 
@@ -186,3 +188,22 @@ def test_a_febrile_child_who_is_floppy_raises_sepsis(store):
     assert status_of(state, "symptom", "fever") == "positive", state
     assert "sepsis" in flags, flags
     assert status_of(state, "family_history", "fever") is None, state
+
+
+def test_a_guardian_who_introduces_the_patient_is_asked_about_the_patient(store):
+    """Failure class 4 (wrong owner), from a blind walkthrough: "Hi, I'm calling about my mum, she's ..." was read as
+    the caller's own words, and the daughter was then asked "Have you had any fainting spells?" and about her own
+    sexual history. The introduction is read through, the report is the patient's, and the questions about the
+    patient are put in the third person to the person who is there."""
+    session = talk(store, "Hello, I'm phoning about my dad, he's 79 and since last night he's been really muddled.",
+                   "It's there all the time.")
+    st = session.state()
+    assert "confusion" in {it["value"] for it in st.patient_state.get("positive_symptom") or []}, st.patient_state
+    asked = [t.text for t in st.turns if t.speaker == "doctor"][-1]
+    question = asked.split("emergency department.")[-1]  # the safety message speaks to the caller
+    assert re.search(r"\b(?:he|his|him)\b", question), asked
+    assert not re.search(r"\b(?:you|your|yourself)\b", _SPEAKER.sub("", question), re.I), asked
+
+
+_SPEAKER = re.compile(r"\b(?:thank you|(?:could|can|would) you (?:tell|describe|say|rate)|do you (?:know|think))\b",
+                      re.I)

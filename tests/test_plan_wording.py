@@ -369,3 +369,27 @@ def test_a_long_name_is_said_once_and_then_referred_to():
     qs = [Question("medication", "nsaids", "respone_to"), Question("medication", "nsaids", "impact")]
     found = problems(qs, to_actions(qs), text)
     assert any("long name said 2 times" in p for p in found) and any("agreement" in p for p in found), found
+
+
+_SPEAKER_YOU = re.compile(r"\b(?:thank you|(?:could|can|would) you (?:tell|describe|say|explain|give|rate|think)|"
+                          r"do you (?:know|think|remember)|your local emergency number)\b", re.I)
+_DISAGREES = re.compile(r"\b(?:(?:have|do|are|were) (?:she|he)|(?<!does )(?<!did )(?<!can )(?<!could )(?<!would )"
+                        r"(?<!will )(?:she|he) (?:have|do|are|were|don't|haven't)|(?:has|does|is|was) they)\b", re.I)
+
+
+@pytest.mark.parametrize("relative", ["mum", "son", "baby"])
+def test_every_question_of_every_plan_is_put_to_a_guardian_about_the_patient(relative):
+    """A guardian speaking for the patient (a blind walkthrough: a daughter for her 81-year-old mother was asked
+    "have you had unprotected sex recently?") is asked about the patient in the third person: no "you"/"your" left
+    but what is asked of the speaker, and the verb agrees with the pronoun ("Has she had", "what she does")."""
+    from policies.addressing import about_the_patient
+
+    bad = []
+    for plan_id in sorted(PLANS):
+        for part in PARTS:
+            for label, _, text, _ in rendered(plan_id, part):
+                said = about_the_patient(text, relative)
+                rest = _SPEAKER_YOU.sub("", said)
+                if re.search(r"\byou(?:r|rs|rself|'ve|'re|'d|'ll)?\b", rest, re.I) or _DISAGREES.search(said):
+                    bad.append(f"{plan_id} {part} {label}: {said!r}")
+    assert not bad, f"{len(bad)} questions not put about the {relative}:\n" + "\n".join(bad[:20])

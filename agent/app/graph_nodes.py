@@ -37,10 +37,11 @@ from agent.app.graph_state import (
 )
 from agent.core import cmas, cmas_lenient, safety
 from agent.core.bounds import MAX_UTTERANCE_CHARS, bound_record, too_long
-from agent.core.clinical_text import is_opening
+from agent.core.clinical_text import is_opening, spoken_for
 from agent.core.protocol import NLG, ModuleOutput, Policy
 from models.backends.base import BackendError
 from models.parsing import valid_unicode
+from policies.addressing import about_the_patient
 from policies.presentations import Plan, default_plans
 from policies.questionnaire import QuestionnairePolicy
 from policies.registry import Modules, make_questionnaire, make_template_nlg
@@ -305,15 +306,19 @@ class Nodes:
     def _guarded(self, text: str, actions: list, ctx: Any, meta: dict) -> str:
         """The NLG's utterance, or the template's in its place when it is empty, presents the agent as a clinician,
         or is longer than an utterance may be (then always: an over-long text is never passed on); ``meta`` records
-        why and what was rejected (an over-long text by its length and first characters)."""
+        why and what was rejected (an over-long text by its length and first characters). Put to the person who is
+        there: a guardian who speaks for the patient is asked about the patient in the third person."""
         long = too_long(text, MAX_UTTERANCE_CHARS)
         why = ("empty utterance" if not text else f"longer than {MAX_UTTERANCE_CHARS} characters" if long
                else "presented the agent as a clinician" if safety.claims_clinician(text) else None)
-        if why is None or (self.agent.guard_nlg is None and not long):
-            return text
-        meta["guard"] = why
-        meta["rejected_text"] = bound_record(text, MAX_UTTERANCE_CHARS)
-        return str(self.agent.nlg_fallback().verbalize(actions, ctx).value).strip()
+        if why is not None and (self.agent.guard_nlg is not None or long):
+            meta["guard"] = why
+            meta["rejected_text"] = bound_record(text, MAX_UTTERANCE_CHARS)
+            text = str(self.agent.nlg_fallback().verbalize(actions, ctx).value).strip()
+        if relative := spoken_for(ctx.turns):
+            meta["spoken_to"] = f"a guardian, about their {relative}"
+            text = about_the_patient(text, relative)
+        return text
 
     def review(self, s: InterviewState) -> dict:
         if not self.agent.review:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -478,10 +478,25 @@ _KIN_MODIFIER = re.compile(
 _HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
 
 
+_GUARDIAN_FRAME = re.compile(
+    r"^\W*(?:(?:hi|hello|yes|yeah|well|so|um|erm|doctor)\W+)*(?:(?:i'm|i am|i've|i have|we're|we are)\s+"
+    r"(?:just\s+|only\s+)?(?:(?:calling|phoning|ringing|here|come(?: in)?|asking|worried|concerned|speaking)\s+)?"
+    r"(?:about|for|with|on behalf of|because of)|(?:it's|it is)(?:\s+about)?)\s+(?=my\s)", re.I)
+"""How a guardian introduces whom they speak for ("I'm calling about my mum, she's ...", "I'm here with my dad",
+"It's my son, he's ..." reads without it as "my son, he's ...")."""
+
+
+def unframed(text: str) -> str:
+    """``text`` without a guardian's introduction (:data:`_GUARDIAN_FRAME`); unchanged when it has none."""
+    return _GUARDIAN_FRAME.sub("", text.replace("’", "'"), count=1)
+
+
 def proxy_subject(text: str) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
-    son's had a fit", "Mum's gone all muddled since yesterday"), else None. A relative's past ("my dad had a heart
-    attack at 55") or a turn that also tells the speaker's own complaint is family history, not a proxy report."""
+    son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
+    else None. A relative's past ("my dad had a heart attack at 55") or a turn that also tells the speaker's own
+    complaint is family history, not a proxy report."""
+    text = unframed(text)
     words = re.findall(r"[a-z']+", text.lower().replace("’", "'"))
     i = 0
     while i < len(words) and words[i] in _FILLERS:
@@ -539,4 +554,19 @@ def as_the_patient(text: str) -> tuple[str, str | None]:
     the patient). Callers decide what an opening statement is; later turns of a guardian say "he" / "she", which
     no reader takes for a relative."""
     relative = proxy_subject(text)
-    return (first_person(text, relative), relative) if relative else (text, None)
+    return (first_person(unframed(text), relative), relative) if relative else (text, None)
+
+
+def spoken_for(turns: Sequence[tuple[str, str]]) -> str | None:
+    """The relative the person answering speaks for, from the interview's opening statement (the first patient turn
+    of substance, :func:`is_opening`), or None when the patient speaks for themselves. The doctor's questions about
+    the patient are then put in the third person, to the person who is there."""
+    earlier: list[str] = []
+    for speaker, text in turns:
+        if speaker != "patient":
+            continue
+        if is_opening(earlier):
+            if len(text.split()) >= OPENING_MIN_WORDS:
+                return proxy_subject(text)
+            earlier.append(text)
+    return None

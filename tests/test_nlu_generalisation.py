@@ -72,6 +72,31 @@ def test_a_hedge_never_lowers_self_harm(store):
     assert flags.get("self_harm") == "emergency", flags
 
 
+def test_a_hedged_or_unsure_disclosure_is_recorded_as_had(nlu_for_state):
+    """Failure class 2 in the state, from a blind walkthrough: "I don't know... sometimes I think everyone'd be better
+    off without me", to the screen's question, left "unsure: suicidal ideation" in the note of a patient with a plan.
+    A hedge or an unsure reply never makes a disclosure of suicide, self-harm or harm to others unknown (NICE NG225);
+    a denial still denies."""
+    nlu = nlu_for_state
+    asked = [{"action": "inquire", "symptom": [{"value": "suicidal ideation"}, {"value": "self-harm"}]}]
+    doctor = "Have you had any thoughts of ending your life, or of harming yourself?"
+    one = [{"action": "inquire", "symptom": [{"value": "suicidal ideation"}]}]
+    for reply, question in (("Um, I'm not sure... maybe a bit, some nights I think they'd cope fine without me.", asked),
+                            ("I'm not sure, maybe.", one)):
+        slots = nlu.frames(reply, question, {}, doctor)[0].get("slots") or {}
+        assert "suicidal ideation" in {it["value"] for it in slots.get("positive_symptom") or []}, (reply, slots)
+        assert not slots.get("unknown_symptom"), (reply, slots)
+    slots = nlu.frames("No, never, nothing like that.", asked, {}, doctor)[0].get("slots") or {}
+    assert {it["value"] for it in slots.get("negative_symptom") or []} >= {"suicidal ideation", "self-harm"}, slots
+
+
+@pytest.fixture(scope="module")
+def nlu_for_state():
+    from policies.nlu.clinical import ClinicalNLU
+
+    return ClinicalNLU()
+
+
 def test_a_denied_red_flag_is_not_raised(store):
     session = talk(store, "I've had a cough for a week. No blood in it, and I've never fainted.")
     assert {f["id"] for f in session.state().red_flags} & {"hemoptysis", "syncope"} == set()

@@ -644,6 +644,15 @@ def default_rules() -> RuleSet:
     return load_rules()
 
 
+@lru_cache(maxsize=1)
+def disclosures() -> frozenset[str]:
+    """The symptom values of the rules a hedge never lowers (suicide, self-harm, harm to others: ``hedge_keeps_level``).
+    The NLU records a hedged or unsure disclosure of them as had: a hint is how patients say it, and NICE NG225 asks
+    that every one be taken as a disclosure and assessed."""
+    return frozenset(v for r in default_rules().rules if r.hedge_keeps_level
+                     for c in (*r.all_of, *r.any_of) if c.slot == "symptom" for v in c.values)
+
+
 # --------------------------------------------------------------------------- patient text is data
 
 MAX_PATIENT_CHARS = MAX_UTTERANCE_CHARS  # the patient's words, cut here: what a prompt may hold of one turn

@@ -21,6 +21,7 @@ from agent.core import cmas
 from agent.core.clinical_text import as_the_patient, default_clause_reader
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
+from agent.core.safety import disclosures
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
 from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
@@ -102,6 +103,7 @@ class ClinicalNLU:
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self.answers.hedged_amount(frame, text)
+        self._disclosed(frame)
         self.details.name_sited_pain(frame)
         self._drop_known(frame, state, asked)
         slots = frame.slots()
@@ -125,6 +127,16 @@ class ClinicalNLU:
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
         return out
+
+    def _disclosed(self, frame: Frame) -> None:
+        """A hedged or unsure disclosure of suicidal thoughts, self-harm or thoughts of harming others is had, never
+        unknown ("I don't know... sometimes I think everyone'd be better off without me" had been an unsure suicidal
+        ideation in the note of a patient with a plan): the red-flag screen's ``hedge_keeps_level`` values."""
+        for (name, value) in list(frame.items):
+            base = cmas.split_slot_name(name)[1]
+            if name.startswith("unknown_") and base == "symptom" and any(
+                    self.vocab.same("symptom", value, d) for d in disclosures()):
+                frame.item(base, value, "positive")
 
     @staticmethod
     def _drop_known(frame: Frame, state: dict, asked: list) -> None:

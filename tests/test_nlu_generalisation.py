@@ -81,8 +81,8 @@ def test_a_hedged_or_unsure_disclosure_is_recorded_as_had(nlu_for_state):
     asked = [{"action": "inquire", "symptom": [{"value": "suicidal ideation"}, {"value": "self-harm"}]}]
     doctor = "Have you had any thoughts of ending your life, or of harming yourself?"
     one = [{"action": "inquire", "symptom": [{"value": "suicidal ideation"}]}]
-    for reply, question in (("Um, I'm not sure... maybe a bit, some nights I think they'd cope fine without me.", asked),
-                            ("I'm not sure, maybe.", one)):
+    hedged = "Um, I'm not sure... maybe a bit, some nights I think they'd cope fine without me."
+    for reply, question in ((hedged, asked), ("I'm not sure, maybe.", one)):
         slots = nlu.frames(reply, question, {}, doctor)[0].get("slots") or {}
         assert "suicidal ideation" in {it["value"] for it in slots.get("positive_symptom") or []}, (reply, slots)
         assert not slots.get("unknown_symptom"), (reply, slots)

@@ -542,3 +542,26 @@ def test_a_bare_sex_answers_the_question_that_asked_it(nlu):
     assert slots(nlu.frames("63, female.", asked))["basic_information"][0] == {"age": "63", "sex": "female"}
     assert slots(nlu.frames("I'm 71, male."))["basic_information"][0]["sex"] == "male"
     assert "basic_information" not in slots(nlu.frames("A man at work had the same cough."))
+
+
+def test_a_verdict_denies_what_it_speaks_of(nlu):
+    """"Her breathing seems normal" had made breathlessness positive: the clause's status was read over its content
+    words, of which the verdict cue itself ("seems normal") was two of three. The cue's words say the status only."""
+    for said in ("His breathing looks normal to me.", "My breathing seems fine."):
+        s = slots(nlu.frames(said))
+        assert "dyspnea" not in values(s, "positive_symptom"), (said, s)
+
+
+def test_a_sentence_that_clears_a_place_does_not_place_the_symptom_before(nlu):
+    """"... my legs feel heavy. My eyes are fine." had put the numbness said before in the eyes."""
+    s = slots(nlu.frames("My fingers have gone numb on the right. My face is fine."))
+    item = next(it for it in s["positive_symptom"] if it["value"] == "paresthesia")
+    assert "face" not in " ".join(item.get("location") or []), item
+
+
+def test_numbness_of_the_saddle_area_in_lay_words_is_saddle_anaesthesia(nlu):
+    """NHS wording of cauda equina's saddle numbness ("between the legs", "around the back passage", the toilet
+    paper), not numbness of the legs."""
+    for said in ("Since this morning I'm numb around my back passage.",
+                 "Weirdly I cannot feel the toilet paper any more."):
+        assert "saddle anaesthesia" in values(slots(nlu.frames(said)), "positive_symptom"), said

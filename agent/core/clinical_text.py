@@ -380,8 +380,11 @@ class ClauseReader:
         doc.ents = [Span(doc, t.i, t.i + 1, label="W") for t in content]
         doc = nlp.get_pipe("medspacy_context")(doc)
         state: dict[int, set[str]] = {}
+        cues: set[int] = set()  # the words of a cue say the status, not the content ("seems normal", "not")
         for ent in doc.ents:
             state[ent.start] = {m.category for m in ent._.modifiers}
+            for m in ent._.modifiers:
+                cues.update(range(*m.modifier_span))
             # a negation inside an "if" is no denial ("they'd be fine if I wasn't around" says what it says); an "if"
             # after the negation is an aside ("I've never thought of hurting myself, if that's what you're asking")
             ifs = [m.modifier_span[0] for m in ent._.modifiers if m.category == "HYPOTHETICAL"]
@@ -403,14 +406,17 @@ class ClauseReader:
         out, seen = [], set()
         for a, b in windows:
             span = doc[a:b]
-            words = [state.get(t.i) for t in span if t.i in state]
-            if len(words) < 2 or b - a > max_words * 2:
+            every = [state[t.i] for t in span if t.i in state]
+            if len(every) < 2 or b - a > max_words * 2:
                 continue
+            # the status is read from the words the cues speak of: "her breathing seems normal" is denied, though
+            # "seems" and "normal" (the cue) are two of its three content words
+            words = [state[t.i] for t in span if t.i in state and t.i not in cues] or every
             clause_text = span.text.strip(" ,;:")
             if clause_text.lower() in seen:
                 continue
             seen.add(clause_text.lower())
-            n = len(words)
+            n = len(every)
 
             def share(cat: str, ws: list[Any] = words) -> float:
                 return sum(1 for w in ws if cat in w) / len(ws)
@@ -420,7 +426,7 @@ class ClauseReader:
             # left side anyway." says nothing of a pain on the left, though most of its words are outside the "no".
             for sa, sb in bounds:
                 if a <= sa and sb <= b and (sa, sb) != (a, b):
-                    part = [state[t] for t in range(sa, sb) if t in state]
+                    part = [state[t] for t in range(sa, sb) if t in state and t not in cues]
                     if part and sum("NEGATED_EXISTENCE" in w for w in part) / len(part) >= 0.5:
                         negated = True
             out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,

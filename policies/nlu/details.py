@@ -32,6 +32,11 @@ def mention_status(m: Mention) -> str:
     return m.status
 
 
+_PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
+"""A sentence that names no symptom and denies or clears a place ("My eyes are fine.", "Not my arms.") places nothing:
+the numbness said before is not in the eyes."""
+
+
 class DetailReader:
     """Attributes of the mentions and the utterance's records, written into a :class:`Frame`."""
 
@@ -122,7 +127,8 @@ class DetailReader:
                 item = frame.item("symptom", m.value, mention_status(m))
                 clause = sentence if carried else part.get(id(m), sentence)
                 for k, v in self.symptom_attributes(clause, m.value, asked_checks).items():
-                    set_attr(item, k, v)
+                    if not (carried and k == "location" and _PLACE_DENIED.search(sentence)):
+                        set_attr(item, k, v)
             self.share_trailing_time(frame, symptoms)
             self.place_of_it(frame, symptoms, part)
             values = {m.value for m in symptoms}

@@ -565,3 +565,13 @@ def test_numbness_of_the_saddle_area_in_lay_words_is_saddle_anaesthesia(nlu):
     for said in ("Since this morning I'm numb around my back passage.",
                  "Weirdly I cannot feel the toilet paper any more."):
         assert "saddle anaesthesia" in values(slots(nlu.frames(said)), "positive_symptom"), said
+
+
+def test_a_state_said_in_reply_to_the_work_question_is_no_occupation(nlu):
+    """"I'm not pregnant. I'm a student, ..." to "what do you do for work?" had recorded the occupation "not
+    pregnant" (a blind walkthrough): an "I'm ..." that says a state is passed over for the one that says a job."""
+    asked = [{"action": "inquire", "occupation": [{"value": "other"}]}]
+    s = slots(nlu.frames("I'm not working at the moment, I'm a carer for my dad.", asked))
+    assert s["occupation"][0]["value"] == "carer for my dad", s
+    s = slots(nlu.frames("Well I'm fine for money. I'm a plumber.", asked))
+    assert s["occupation"][0]["value"] == "plumber", s

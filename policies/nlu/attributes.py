@@ -190,6 +190,11 @@ _JOB_FIELD = re.compile(
     r"insurance|banking|real estate|hospitality|accounting|administration|nursing|teaching)\b"
 )
 _JOB_ASKED = re.compile(r"\b(?:i'm|i am|im)\s+(?:a |an |in )?([a-z][a-z\- ]{1,30}?)(?=[,.;!?]| and | so | but | at |$)")
+_NOT_A_JOB = frozenset("""not no never pregnant fine ok okay alright well sick ill unwell tired worried scared afraid
+sure married single divorced widowed feeling getting having going in on allergic diabetic asthmatic living staying
+just only still also really very so too the""".split())
+"""First words of an "I'm ..." that is no occupation, in a reply to "what do you do for work?" ("I'm not pregnant.
+I'm a student" is a student)."""
 _TRAVEL = re.compile(r"\b(travel\w*|trips?|abroad|vacation|holidays?|flew|flight|overseas)\b")
 _DESTINATION = re.compile(r"\b(?:to|in|from)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 _WHERE = re.compile(r"\b(at work|at home|at school|at the office|at daycare|in the house)\b")
@@ -434,8 +439,10 @@ def job(text: str, asked: bool = False) -> str | None:
             return m.group(1).strip()
     if m := _JOB_FIELD.search(text):
         return m.group(1)
-    if asked and (m := _JOB_ASKED.search(text)):
-        return m.group(1).strip()
+    if asked:
+        for m in _JOB_ASKED.finditer(text):
+            if m.group(1).split()[0] not in _NOT_A_JOB:
+                return m.group(1).strip()
     return None
 
 

@@ -575,3 +575,19 @@ def test_a_state_said_in_reply_to_the_work_question_is_no_occupation(nlu):
     assert s["occupation"][0]["value"] == "carer for my dad", s
     s = slots(nlu.frames("Well I'm fine for money. I'm a plumber.", asked))
     assert s["occupation"][0]["value"] == "plumber", s
+
+
+def test_a_fragment_that_only_names_a_part_names_no_complaint(nlu):
+    """The re-walk of the chest-pain story: "it goes into my jaw and my left arm" - its fragment "and my left arm" had
+    become weakness of the arm by meaning (and a stroke emergency)."""
+    s = slots(nlu.frames("Yes, it spreads to my neck and my right shoulder."))
+    assert not values(s, "positive_symptom") & {"weak limbs", "paresthesia"}, s
+
+
+def test_waking_early_is_insomnia_and_smoking_weed_is_no_tobacco(nlu):
+    """NHS Insomnia's lay wording (waking early, lying awake) is insomnia, not drowsiness by meaning; "smoking weed"
+    is cannabis, not tobacco smoking (the student had then been asked how long he had smoked)."""
+    s = slots(nlu.frames("Most nights I lie awake till three and then I'm up again at six."))
+    assert "insomnia" in values(s, "positive_symptom") and "drowsiness" not in values(s, "positive_symptom"), s
+    s = slots(nlu.frames("I've been smoking a bit of cannabis at weekends."))
+    assert "smoking" not in values(s, "positive_habit"), s

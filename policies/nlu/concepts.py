@@ -45,6 +45,7 @@ _FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|r
                               r"nurses?|midwife)\s+(?:saw|see|found|showed|shows|picked up|detected))\b", re.I)
 """A clause that reports what a test, a scan or a clinician found ("I had a scan and they saw a heartbeat"): a
 finding, not the patient's symptom (the heartbeat on a scan is no palpitation); the lexicon's medical tests read it."""
+_SIDE_WORDS = ("left", "right", "both", "either", "one", "other", "side", "sides")
 _PERIOD_DATE = re.compile(r"\b(?:last|latest|most recent|previous)\s+(?:menstrual\s+)?period\s+(?:was|started|came|"
                           r"began|finished|ended)\b", re.I)
 """The date of the last menstrual period ("my last period was two weeks ago"): a record of the menstrual history, not
@@ -170,6 +171,18 @@ class ConceptMatcher:
         before = text.lower()[:max(text.find(clause), 0)]
         return any(n in before for n in named)
 
+    def _only_places(self, clause: str) -> bool:
+        """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the
+        fragment "and my left arm" is where the pain goes, not weakness of the arm): with its places and sides taken
+        out, it no longer says enough."""
+        rest = self._places_and_sides.sub(" ", clause.lower())
+        return says_enough(clause) and not says_enough(rest)
+
+    @cached_property
+    def _places_and_sides(self) -> re.Pattern[str]:
+        words = [*sorted(self.lexicon.locations, key=len, reverse=True), *_SIDE_WORDS]
+        return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b")
+
     def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
         """Whether the concept belongs to a part of the body the clause does not name while it names another ("the
         cut on my leg has gone red and hot up to my knee" is not eye redness), or names none and opens with "it"
@@ -200,6 +213,7 @@ class ConceptMatcher:
             if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
             and not self._describes_antecedent(c.text, text, before_l) and not _FOUND_BY_OTHERS.search(c.text)
             and not _SPREADS.search(clause_core(c.text)) and not _PERIOD_DATE.search(c.text)
+            and not self._only_places(c.text)
         ]
         if not clauses:
             return []

@@ -56,6 +56,8 @@ class MentionFinder:
             base, value = self._terms.get(f.key) or ("medication", f.key.removeprefix(_DRUG))
             if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
                 continue  # "I'm drinking litres of water": drinking, not alcohol
+            if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
+                continue  # "smoking weed": cannabis (its own habit), not tobacco
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
@@ -104,6 +106,11 @@ _DRINK = re.compile(r"drink(?:s|ing|er)?")
 _NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
                           r"coffees|juice|milk|squash|pop|soda|cola|smoothies?)\b", re.I)
 """Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol)."""
+
+_CANNABIS_AFTER = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:weed|cannabis|marijuana|pot|joints?|spliffs?|skunk|hash|"
+                             r"dope)\b", re.I)
+"""Words after a smoking word that make it cannabis ("smoking weed", "I smoke a joint"), which the lexicon records
+as its own habit; tobacco smoking is not said."""
 
 _DRUG = "drug:"
 # A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took

@@ -157,3 +157,12 @@ def test_a_hint_of_a_risk_to_life_is_raised_as_possible_and_a_topic_word_is_not(
                   "I've never had any thoughts of hurting myself, if that's what you're asking."):
         raised = {f.id for f in check_text_flags(quiet)}
         assert not raised & {"suicidal_ideation", "self_harm", "harm_to_others"}, (quiet, raised)
+
+
+def test_a_clause_that_denies_part_of_what_it_says_is_read_by_what_it_affirms():
+    """The re-walk of a cardiac chest pain: "My arm's not weak, it just aches with the pain" raised the stroke emergency
+    (0.76 from "my arm suddenly went weak" as said): compared without its denied words it is an ache. A description
+    that denies too still meets the whole clause ("... and not waking up")."""
+    said = "Honestly my arm isn't weak at all, it's just stiff from the gym."
+    assert "stroke_signs" not in {f.id for f in check_text_flags(said)}
+    assert "stroke_signs" in {f.id for f in check_text_flags("My left arm has gone weak and I can't lift the kettle.")}

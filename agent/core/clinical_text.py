@@ -323,6 +323,8 @@ class Clause:
     historical: bool
     words: int  # content words
     denies: bool = False  # some content word is in a negation's scope ("no thoughts of harming myself, if ...")
+    affirmed: str = ""  # the clause without its denied words and their negation cues ("My arm's not weak, it just
+    # aches with the pain" -> "My arm's, it just aches with the pain"): what it says is so
 
 
 # Function words and ConText cue words: they carry no content of their own, so a clause's status is read from the
@@ -381,10 +383,13 @@ class ClauseReader:
         doc = nlp.get_pipe("medspacy_context")(doc)
         state: dict[int, set[str]] = {}
         cues: set[int] = set()  # the words of a cue say the status, not the content ("seems normal", "not")
+        negation_cues: set[int] = set()
         for ent in doc.ents:
             state[ent.start] = {m.category for m in ent._.modifiers}
             for m in ent._.modifiers:
                 cues.update(range(*m.modifier_span))
+                if m.category == "NEGATED_EXISTENCE":
+                    negation_cues.update(range(*m.modifier_span))
             # a negation inside an "if" is no denial ("they'd be fine if I wasn't around" says what it says); an "if"
             # after the negation is an aside ("I've never thought of hurting myself, if that's what you're asking")
             ifs = [m.modifier_span[0] for m in ent._.modifiers if m.category == "HYPOTHETICAL"]
@@ -429,9 +434,11 @@ class ClauseReader:
                     part = [state[t] for t in range(sa, sb) if t in state and t not in cues]
                     if part and sum("NEGATED_EXISTENCE" in w for w in part) / len(part) >= 0.5:
                         negated = True
+            denied = {t.i for t in span if "NEGATED_EXISTENCE" in state.get(t.i, ())} | negation_cues
+            affirmed = "".join(t.text_with_ws for t in span if t.i not in denied).strip(" ,;:")
             out.append(Clause(clause_text, negated, share("POSSIBLE_EXISTENCE") >= 1 / 3,
                               share("FAMILY") >= 0.5, share("HISTORICAL") >= 0.5, n,
-                              denies=negated or share("NEGATED_EXISTENCE") > 0))
+                              denies=negated or share("NEGATED_EXISTENCE") > 0, affirmed=affirmed))
         return out
 
 

@@ -504,8 +504,16 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     clauses = [c for c in rules.clauses.clauses(text) if not c.family]
     if not clauses:
         return {}
-    emb = (rules.encoder or default_encoder()).embed([gloss(c.text) for c in clauses])
+    # a clause that denies part of what it says is compared by what it affirms: "My arm's not weak, it just aches with
+    # the pain" is no "my arm suddenly went weak" (0.76 as said); a wholly denied clause keeps its words (it meets
+    # only the descriptions that deny too)
+    partly = [i for i, c in enumerate(clauses) if c.denies and not c.negated and c.affirmed]
+    encoder = rules.encoder or default_encoder()
+    emb = encoder.embed([gloss(c.text) for c in clauses])
     sims = emb @ ref_emb.T
+    if partly:  # ... except with a description that denies too ("... and not waking up": "... and not wake up")
+        affirmed = encoder.embed([gloss(clauses[i].affirmed) for i in partly]) @ ref_emb.T
+        sims[partly] = np.where(rules.denying_references[None, :], sims[partly], affirmed)
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
     negated = np.array([c.negated for c in clauses])[:, None]
     past = np.array([c.historical for c in clauses])[:, None]

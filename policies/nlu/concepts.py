@@ -174,9 +174,9 @@ class ConceptMatcher:
     def _only_places(self, clause: str) -> bool:
         """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the
         fragment "and my left arm" is where the pain goes, not weakness of the arm): with its places and sides taken
-        out, it no longer says enough."""
+        out, no content word is left ("my right leg has no strength in it" keeps "strength")."""
         rest = self._places_and_sides.sub(" ", clause.lower())
-        return says_enough(clause) and not says_enough(rest)
+        return says_enough(clause) and not any(w not in STOP_WORDS for w in _WORD.findall(rest.replace("'", "")))
 
     @cached_property
     def _places_and_sides(self) -> re.Pattern[str]:

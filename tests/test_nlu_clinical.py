@@ -591,3 +591,39 @@ def test_waking_early_is_insomnia_and_smoking_weed_is_no_tobacco(nlu):
     assert "insomnia" in values(s, "positive_symptom") and "drowsiness" not in values(s, "positive_symptom"), s
     s = slots(nlu.frames("I've been smoking a bit of cannabis at weekends."))
     assert "smoking" not in values(s, "positive_habit"), s
+
+
+def test_a_past_illness_said_in_its_own_words_is_medical_history(nlu):
+    """A clause about the past names no present complaint, but the illness it names is medical history (the second
+    stage had skipped past clauses altogether); a hedge on *when* ("perhaps twenty years back") is no doubt about
+    whether."""
+    s = slots(nlu.frames("I had a duodenal ulcer perhaps twenty years ago."))
+    assert "peptic ulcer" in values(s, "positive_medical_history"), s
+    assert not values(s, "positive_symptom") | values(s, "unknown_medical_history"), s
+
+
+def test_a_simile_names_no_habit_and_a_description_of_it_may_refine_it(nlu):
+    """ "Like coffee grounds" describes what was brought up: no coffee habit. Read with what "it" stands for (the
+    vomit), the description refines it to haematemesis; a liking is still a habit."""
+    s = slots(nlu.frames("I threw up last night and it was dark, like used coffee grounds."))
+    assert "regular coffee tea" not in values(s, "positive_habit"), s
+    assert "hematemesis" in values(s, "positive_symptom"), s
+    s = slots(nlu.frames("I bring up phlegm, and it's mostly clear or a bit yellow."))
+    assert "jaundice" not in values(s, "positive_symptom"), s
+    assert "alcohol abuse" in values(slots(nlu.frames("I do like a drink most evenings.")), "positive_habit")
+
+
+def test_a_pain_elsewhere_in_the_turn_is_its_own_and_a_pain_named_by_its_function_is_that_complaint(nlu):
+    """A sore calf said after a chest pain is not a place of the chest pain; "it stings when I pass water" and "it's
+    painful to swallow" name dysuria and odynophagia (a pain whose own words place it, "my throat's sore when I
+    swallow", stays the place's pain); a pain that only worsens on breathing stays a pain."""
+    s = slots(nlu.frames("I get a stabbing pain in my chest on the left, and my right calf is sore and puffy."))
+    chest = next(it for it in s["positive_symptom"] if it["value"] == "chest pain")
+    assert not any("calf" in p for p in chest.get("location") or []), s
+    assert any(it["value"] == "pain" and any("calf" in p for p in it.get("location") or [])
+               for it in s["positive_symptom"]), s
+    assert "dysuria" in values(slots(nlu.frames("It stings when I pass water.")), "positive_symptom")
+    assert "odynophagia" in values(slots(nlu.frames("My voice is hoarse, and it's painful to swallow.")),
+                                   "positive_symptom")
+    s = slots(nlu.frames("It hurts when I take a deep breath."))
+    assert values(s, "positive_symptom") == {"pain"}, s

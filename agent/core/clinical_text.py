@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc
 
 
+_APPROX_COUNT = (r"^(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+                 r"fifty|few|couple|several|half)$")
+"""The count of a time said approximately ("maybe ten years ago", "perhaps a couple of weeks"); the unit is left
+out of the cue so the historical cue "years ago" that follows still reads."""
+
+
 def conversation_rules() -> list[Any]:
     """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes).
 
@@ -69,6 +75,13 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["have", "has", "had", "was", "were", "am", "is", "are", "i", "i've"]}, "OP": "?"},
         {"LOWER": {"IN": ["n't", "not", "’t", "never"]}}, {"LOWER": "been", "OP": "?"}, {"LOWER": "able"},
         {"LOWER": "to"}]))
+    # "I had a stomach ulcer maybe ten years ago", "it started perhaps a couple of weeks back": the hedge is about
+    # when, not whether; only a hedge on the event itself makes it uncertain.
+    rules.append(ConTextRule("maybe ten", "POSSIBLE_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["maybe", "perhaps", "possibly", "probably"]}},
+        {"LOWER": {"IN": ["about", "around", "roughly", "like", "over", "just", "nearly", "almost"]}, "OP": "?"},
+        {"LOWER": {"IN": ["a", "an", "the", "last"]}, "OP": "?"},
+        {"LOWER": {"REGEX": _APPROX_COUNT}}, {"LOWER": "of", "OP": "?"}]))
     rules.append(ConTextRule("no,", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["no", "nope", "nah", "not"]}}, {"LOWER": {"IN": ["really", "that", "not"]}, "OP": "?"},
         {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))

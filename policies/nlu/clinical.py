@@ -28,7 +28,7 @@ from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
 from policies.nlu.details import DetailReader, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
-from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_eye, resolve_pain
+from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_eye, resolve_pain, segments
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Reading:
     second_stage: set[tuple[str, str]] = field(default_factory=set)
 
 
+_PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sting\w*)\b", re.I)
+"""A reference that names a pain: what a bare "it hurts" may be refined into."""
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
 
 
@@ -117,8 +119,18 @@ class ClinicalNLU:
         """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read)."""
         if self.concepts is None:
             return []
+        parts = segments(mentions)
+        unplaced = [m for m in mentions if m.base == "symptom" and m.value == "pain" and m.status != "negative"
+                    and not attr.phrase_hits(parts.get(id(m), m.sentence).lower(), self.lexicon.locations)]
         named = [m.sentence[m.char_start:m.char_end] for m in mentions]
         affirmed = [m.sentence[m.char_start:m.char_end] for m in mentions if m.status != "negative"]
+        if unplaced:  # "it hurts to swallow": a pain named by what it goes with (odynophagia), whatever "it" is
+            rest = [m.sentence[m.char_start:m.char_end] for m in mentions if m not in unplaced]
+            for h in self.concepts.find(text, rest, antecedents=[]):
+                pain = next((m for m in unplaced if m.sentence[m.char_start:m.char_end].lower() in h.clause.lower()),
+                            None)  # the pain's clause names no other concept: "it hurts when I breathe" is no dyspnea
+                if pain is not None and h.base == "symptom" and _PAIN_WORD.search(h.matched):
+                    pain.value = h.value
         known = {(m.base, m.value) for m in mentions}
         out = []
         for h in self.concepts.find(text, named, affirmed):

@@ -61,6 +61,18 @@ back of my leg"), or the bare direction that continues it ("and down my left arm
 complaint at the place it names (weakness of the arm)."""
 
 
+_COUNT = (r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+          r"fifty|a few|few|a couple of|couple of|several|many|some)")
+_WHEN = re.compile(
+    rf"\b(?:(?:maybe|perhaps|probably|about|around|roughly|nearly|almost|over|like)\s+)*(?:{_COUNT}\s+(?:years?|"
+    r"months?|weeks?|days?)\s+(?:ago|back|before)|(?:last|this|next)\s+(?:year|month|week|winter|summer|spring|"
+    r"autumn)|when i was (?:a (?:kid|child|baby|teenager)|little|younger|at school)|as a (?:kid|child|baby|"
+    r"teenager))\b", re.I)
+"""When a thing happened ("perhaps twenty years ago", "last year", "as a kid"): no part of what it is, and in a short
+clause it pulls the encoder away from the illness named (a duodenal ulcer "perhaps twenty years ago": 0.58 from
+peptic ulcer; the illness alone is nearer). Cut before a clause is compared by meaning."""
+
+
 def says_enough(clause: str) -> bool:
     """Whether a clause carries enough words of its own to name a concept by meaning: at least
     :data:`MIN_CONTENT_WORDS` words that are not stop words. A clause of one word besides "it seems to be just" is a
@@ -165,11 +177,20 @@ class ConceptMatcher:
     def _describes_antecedent(clause: str, text: str, named: list[str]) -> bool:
         """Whether a clause opening with "it"/"they"/"that" follows a concept the lexicon found earlier in the turn:
         then it describes that concept ("... the sputum, and it's usually white or yellowish in colour"), it does
-        not name a new one (jaundice)."""
+        not name a new one (jaundice). It may refine it ("I was sick and it looked like coffee grounds" is
+        haematemesis): :meth:`find` takes a symptom from it only when the clause alone and the clause read with its
+        antecedent are both nearest that symptom."""
         if not _ANAPHOR.match(clause_core(clause)):
             return False
         before = text.lower()[:max(text.find(clause), 0)]
         return any(n in before for n in named)
+
+    @staticmethod
+    def _antecedent(clause: str, text: str, named: list[str]) -> str:
+        """The named phrase nearest before an "it" clause: what it describes ("I was sick and it looked like coffee
+        grounds": the sickness)."""
+        before = text.lower()[:max(text.find(clause), 0)]
+        return max((n for n in named if n in before), key=before.rfind)
 
     def _only_places(self, clause: str) -> bool:
         """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the
@@ -201,20 +222,25 @@ class ConceptMatcher:
             sim >= self.threshold - CLEAR_LEAD_SLACK and margin >= CLEAR_LEAD)
 
     def find(self, text: str, named: list[str], antecedents: list[str] | None = None) -> list[ConceptHit]:
-        """Symptoms (the patient's, now) and conditions (the patient's or a relative's) in the clauses of ``text``
+        """Symptoms (the patient's, now) and conditions (the patient's or a relative's, past ones too: "I had a
+        stomach ulcer years ago" is medical history) in the clauses of ``text``
         that contain none of the ``named`` phrases (the lexicon's hits). Each clause is glossed first
         (``agent.core.lay_terms.gloss``: "motions" -> "stools") so the encoder compares plain words.
         ``antecedents``: the named phrases an "it" may stand for (default all): not what the patient denied ("No, no
         fever. It's like a heavy tight feeling in my chest" tells a new complaint, not the fever's character)."""
         named_l = [n.lower() for n in named if n.strip()]
         before_l = named_l if antecedents is None else [n.lower() for n in antecedents if n.strip()]
-        clauses = [
-            c for c in self.clauses.clauses(text)
-            if not c.historical and says_enough(c.text) and not any(n in c.text.lower() for n in named_l)
-            and not self._describes_antecedent(c.text, text, before_l) and not _FOUND_BY_OTHERS.search(c.text)
-            and not _SPREADS.search(clause_core(c.text)) and not _PERIOD_DATE.search(c.text)
-            and not self._only_places(c.text)
-        ]
+        clauses, described = [], {}  # the clauses read, and the antecedent each "it" clause describes
+        read = self.clauses.clauses(text)
+        describing = [c.text for c in read if self._describes_antecedent(c.text, text, before_l)]
+        for c in read:
+            if (not says_enough(c.text) or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
+                    or _SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
+                    or self._only_places(c.text)):
+                continue
+            if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
+                described[len(clauses)] = self._antecedent(by, text, before_l)
+            clauses.append(c)
         if not clauses:
             return []
         texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone
@@ -222,8 +248,10 @@ class ConceptMatcher:
             plain, put = glossed(c.text)
             if put:  # the glossary's words may have taken the cue with them: "I cannot sleep" is "I insomnia"
                 clauses[ci] = self._reread(c, plain)
-            plain = clause_core(plain)
+            plain = _WHEN.sub(" ", clause_core(plain)).strip() or plain
             alone = [p for p in put if p in self._complaints or self.vocab.known("symptom", p)]
+            if ci in described:  # the clause alone, then with what "it" stands for; both must agree
+                alone = [f"{described[ci]} {plain}"]
             for t in [plain, *alone]:
                 texts.append(t)
                 owner.append(ci)
@@ -231,10 +259,14 @@ class ConceptMatcher:
         hits: dict[tuple[str, str], ConceptHit] = {}
         for kind, (refs, ref_emb) in (("symptom", self.references), (CONDITION, self.condition_references)):
             sims = emb @ ref_emb.T
+            nearest = [refs[int(np.argmax(row))][0] for row in sims]
             for ti, ci in enumerate(owner):
                 clause = clauses[ci]
-                if kind == "symptom" and clause.family:
-                    continue  # a relative's symptom is not the patient's
+                if kind == "symptom" and (clause.family or clause.historical):
+                    continue  # a relative's symptom is not the patient's, nor one of the past a present complaint
+                if ci in described and (kind != "symptom" or owner.index(ci) == ti
+                                        or nearest[owner.index(ci)] != nearest[ti]):
+                    continue  # what describes a concept named before only refines it, read in both ways alike
                 order = np.argsort(-sims[ti])
                 best = int(order[0])
                 value, sim = refs[best][0], float(sims[ti, best])

@@ -14,6 +14,7 @@ from functools import cached_property
 
 from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
+from agent.core.ontology import SITE_VALUES
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
 
@@ -58,6 +59,8 @@ class MentionFinder:
                 continue  # "I'm drinking litres of water": drinking, not alcohol
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
+            if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
+                continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
@@ -101,6 +104,22 @@ _VACCINE_AFTER = re.compile(r"^\W*(?:jabs?|shots?|vaccines?|vaccinations?|vaccin
                             re.I)
 """A vaccine word right after a condition's name ("flu jab", "covid booster"): the immunisation, not the illness."""
 IMMUNIZATION = "immunization"  # MediTOD's medical-history value for vaccinations
+
+_DONE_OR_TAKEN = ("habit", "medication", "exposure")
+_SIMILE_BEFORE = re.compile(r"\b(?:like|as if|as though|the colou?r of|colou?red like|resembl(?:es|ed|ing))\s+"
+                            r"(?:(?:a|an|the|some|old|black|dark|used|wet|ground)\s+){0,2}$", re.I)
+"""A habit, drug or exposure word in a simile ("it looked like coffee grounds", "sticky like tar"): the patient
+describes what they saw or felt by it; they do not say they drink, take or met it."""
+
+_LIKING = re.compile(r"\b(?:i|we|you|they|he|she|really|do|don't|does|did|would|'d|i'd)\s+(?:really\s+)?like\s+"
+                     r"(?:\w+\s+){0,2}$", re.I)
+
+
+def _simile(before: str) -> bool:
+    """Whether the words before a mention open a simile ("looked like", "black like") rather than say a liking ("I like
+    a drink" is a habit)."""
+    return bool(_SIMILE_BEFORE.search(before)) and not _LIKING.search(before)
+
 
 _DRINK = re.compile(r"drink(?:s|ing|er)?")
 _NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
@@ -195,6 +214,12 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
     its own name (a headache) takes a bare "ache" only from a sentence that names no body part (``places``, the
     lexicon's locations): "it's a dull pressing ache" of a headache is the headache, not a second pain to take a
     history of; "an ache in my knee" is the knee's."""
+    parts = segments(mentions)
+    if places:  # a bare pain whose own words place it at a site MediTOD names ("a sharp pain in my chest") is that
+        for m in mentions:  # pain now, so another pain said elsewhere in the turn ("my calf is sore") stays its own
+            said = {p for p in attr.phrase_hits(parts.get(id(m), m.sentence).lower(), dict(places)) if "side" not in p}
+            if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := said.pop()) in SITE_VALUES:
+                m.value = SITE_VALUES[site]
     specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
     known = [it["value"] for it in state.get("positive_symptom") or [] if pain_kind(str(it.get("value", "")))]
     target = specific[0] if specific else known[-1] if known else None
@@ -204,7 +229,17 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
         if m.base == "symptom" and m.value == "pain":
             if "pain" not in target and places and attr.phrase_hits(m.sentence.lower(), dict(places)):
                 continue
+            if places and _elsewhere(parts.get(id(m), m.sentence), target, places):
+                continue  # "... pain in my chest, and my left calf is swollen and sore": the calf's own pain
             m.value = target
+
+
+def _elsewhere(part: str, target: str, places: Mapping[str, str]) -> bool:
+    """Whether the words a bare pain is said with name a body part, and not the one the pain being talked about is
+    named for (a side, "on the left side", is no other part)."""
+    said = [p for p in attr.phrase_hits(part.lower(), dict(places)) if "side" not in p]
+    site = target.removesuffix(" pain").casefold()
+    return bool(said) and not any(site in p.casefold() or p.casefold() in site for p in said)
 
 
 _SITES = (  # where blood comes from, by the words said around it -> the symptom value

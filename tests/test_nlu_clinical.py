@@ -627,3 +627,24 @@ def test_a_pain_elsewhere_in_the_turn_is_its_own_and_a_pain_named_by_its_functio
                                    "positive_symptom")
     s = slots(nlu.frames("It hurts when I take a deep breath."))
     assert values(s, "positive_symptom") == {"pain"}, s
+
+
+def test_a_complaint_found_by_meaning_keeps_its_details_and_its_spread(nlu):
+    """A pain the lexicon has no phrase for is found by its clause: the clause's details are still its own (how long
+    it has lasted, what it feels like), and where it spreads, said after it, is among its places (the clinician reads
+    the radiation there, and the interview does not ask for the arm pain just described)."""
+    s = slots(nlu.frames("There's been a squeezing tightness across the front of my chest for the last twenty minutes, "
+                         "and it travels up into my neck and down my right arm."))
+    chest = next(it for it in s["positive_symptom"] if it["value"] == "chest pain")
+    assert chest.get("onset") and "twenty minutes" in chest["onset"], s
+    assert {"neck", "right arm"} <= set(chest.get("location") or []), s
+
+
+def test_a_part_that_does_not_work_is_a_loss_of_function_not_a_denial():
+    """ "My hand won't grip", "the words aren't coming out": a negated function is the complaint (FAST's "cannot
+    lift", "cannot speak"), not its denial; a denied symptom word stays denied."""
+    from agent.core.clinical_text import default_clause_reader
+    reader = default_clause_reader()
+    for said in ("Since lunch my right hand won't grip my pen.", "My words aren't coming out properly today."):
+        assert not any(c.denies for c in reader.clauses(said)), said
+    assert all(c.negated for c in reader.clauses("My hand isn't numb or weak at all."))

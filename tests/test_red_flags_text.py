@@ -166,3 +166,14 @@ def test_a_clause_that_denies_part_of_what_it_says_is_read_by_what_it_affirms():
     said = "Honestly my arm isn't weak at all, it's just stiff from the gym."
     assert "stroke_signs" not in {f.id for f in check_text_flags(said)}
     assert "stroke_signs" in {f.id for f in check_text_flags("My left arm has gone weak and I can't lift the kettle.")}
+
+
+def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingle_is_not():
+    """FAST's signs are lost functions ("cannot lift", "cannot speak"), and patients say them as negations of what a
+    part does: they are the complaint, not its denial, and stroke is ``recall_first`` (any one sign is an emergency).
+    A long-standing tingle of the fingers (NICE CKS Carpal tunnel syndrome) is an ordinary complaint."""
+    for said in ("Since breakfast the right side of my mouth won't move when I try to smile.",
+                 "My hand just won't hold onto anything and my words aren't coming out right."):
+        assert "stroke_signs" in {f.id for f in check_text_flags(said)}, said
+    lasting = "For a year or so I've had tingling and numbness in my thumb and fingers, mostly at night."
+    assert "stroke_signs" not in {f.id for f in check_text_flags(lasting)}

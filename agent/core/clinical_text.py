@@ -30,6 +30,13 @@ _APPROX_COUNT = (r"^(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|elev
 out of the cue so the historical cue "years ago" that follows still reads."""
 
 
+LOST_FUNCTIONS = frozenset("""move moving moved work working worked lift lifting grip gripping hold holding respond
+responding obey obeying cooperate co-operate coming come form forming making make bear straighten straightening
+""".split())
+"""Verbs of what a part or a person does: negated, they say a loss of function ("my hand won't grip", "the words
+aren't coming out"), which is the complaint and no denial of it."""
+
+
 def conversation_rules() -> list[Any]:
     """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes).
 
@@ -71,6 +78,14 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
         {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
                           "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
+    # "Half my face isn't moving", "my arm won't lift", "my words aren't coming out right", "she's not making any
+    # sense": a part that does not do its work is a loss of function, the complaint itself, not its denial.
+    rules.append(ConTextRule("won't move", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["is", "are", "was", "were", "does", "do", "did", "wo", "would", "will", "has", "have", "'s",
+                          "’s", "'re"]}, "OP": "?"},
+        {"LOWER": {"IN": ["n't", "not", "’t"]}},
+        {"LOWER": {"IN": ["be", "properly", "really", "quite", "any", "at", "all", "right", "been"]}, "OP": "*"},
+        {"LOWER": {"IN": sorted(LOST_FUNCTIONS)}}]))
     rules.append(ConTextRule("not been able to", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["have", "has", "had", "was", "were", "am", "is", "are", "i", "i've"]}, "OP": "?"},
         {"LOWER": {"IN": ["n't", "not", "’t", "never"]}}, {"LOWER": "been", "OP": "?"}, {"LOWER": "able"},

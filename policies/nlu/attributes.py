@@ -12,8 +12,18 @@ from __future__ import annotations
 
 import re
 
+_SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
+_SPREAD_VERB = (r"(?:goes|go|went|going|spreads?|spreading|radiates?|radiating|travels?|travell?ing|shoots?|shooting|"
+                r"moves?|moving|runs?|running|comes?\s+(?:up|down|through|into))")
+_DIRECTION = r"(?:down|up|into|through|across|round|around|along)\s+(?:my|the|his|her|their|your)\b"
+SPREADS = re.compile(rf"\b{_SPREAD_SUBJECT}\s+(?:\w+ly\s+)?{_SPREAD_VERB}\b|^{_DIRECTION}", re.I)
+"""A clause telling where what was said before goes ("it goes into my jaw and down my left arm", "it shoots down the
+back of my leg"), or the bare direction that continues it ("and down my left arm"): the spread of a pain, not a new
+complaint at the place it names (weakness of the arm)."""
+
+
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-        r"a few|few|a couple of|couple of|a couple|several|many|a|an)")
+        r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|a|an)")
 _UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?)"
 _HEDGE = (
     r"(?:(?:about|around|like|roughly|maybe|probably|almost|nearly|over|at least|the|um|uh|just|these|last|past)\s+)*"
@@ -448,6 +458,20 @@ def job(text: str, asked: bool = False) -> str | None:
 
 def travel(text: str) -> bool:
     return bool(_TRAVEL.search(text))
+
+
+_RETURNED = re.compile(r"\b(?:came|come|coming|got|get|getting|flew|flown|flying|arrived|returned|back|home)\s+"
+                       r"(?:back\s+|in\s+|home\s+|over\s+|just\s+)?from\s+(?!(?:Monday|Tuesday|Wednesday|Thursday|"
+                       r"Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|September|October|"
+                       r"November|December|I)\b)([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
+"""A return from a named place ("I came back from Australia three days ago", "just flown in from Lagos"): a
+journey, said without a travel word. Case-sensitive on the place: "came home from work" is no journey."""
+
+
+def returned_from(original: str) -> str | None:
+    """The place a patient says they came back from, in their words, or None."""
+    m = _RETURNED.search(original)
+    return m.group(1) if m else None
 
 
 def destination(original: str) -> str | None:

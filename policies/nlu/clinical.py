@@ -101,7 +101,8 @@ class ClinicalNLU:
             if m.base == "family_history" and m.relation:
                 set_attr(item, "relation", m.relation)
         self.details.attributes(frame, mentions, sents, asked)
-        self.details.places_of_clauses(frame, second)
+        self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs})
+        self.details.spread_of_pain(frame, text)
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self.answers.hedged_amount(frame, text)

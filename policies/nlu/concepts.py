@@ -26,7 +26,7 @@ from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import Vocabulary
 from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
-from policies.nlu.attributes import phrase_hits
+from policies.nlu.attributes import SPREADS, phrase_hits
 from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64
@@ -51,16 +51,6 @@ _PERIOD_DATE = re.compile(r"\b(?:last|latest|most recent|previous)\s+(?:menstrua
 """The date of the last menstrual period ("my last period was two weeks ago"): a record of the menstrual history, not
 a symptom; by meaning it is near "missed period" (amenorrhoea), which it does not say."""
 _ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b", re.I)
-_SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
-_SPREAD_VERB = (r"(?:goes|go|went|going|spreads?|spreading|radiates?|radiating|travels?|travell?ing|shoots?|shooting|"
-                r"moves?|moving|runs?|running|comes?\s+(?:up|down|through|into))")
-_DIRECTION = r"(?:down|up|into|through|across|round|around|along)\s+(?:my|the|his|her|their|your)\b"
-_SPREADS = re.compile(rf"\b{_SPREAD_SUBJECT}\s+(?:\w+ly\s+)?{_SPREAD_VERB}\b|^{_DIRECTION}", re.I)
-"""A clause telling where what was said before goes ("it goes into my jaw and down my left arm", "it shoots down the
-back of my leg"), or the bare direction that continues it ("and down my left arm"): the spread of a pain, not a new
-complaint at the place it names (weakness of the arm)."""
-
-
 _COUNT = (r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
           r"fifty|a few|few|a couple of|couple of|several|many|some)")
 _WHEN = re.compile(
@@ -235,7 +225,7 @@ class ConceptMatcher:
         describing = [c.text for c in read if self._describes_antecedent(c.text, text, before_l)]
         for c in read:
             if (not says_enough(c.text) or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
-                    or _SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
+                    or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."

@@ -13,7 +13,7 @@ from agent.core.ontology import SITE_VALUES, Vocabulary
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
-from policies.nlu.mentions import Mention, names_a_pain, segments
+from policies.nlu.mentions import Mention, names_a_pain, own_clause, segments
 
 _PRONOUN_START = re.compile(r"\W*(?:and |but )?(?:it|it's|its|it is|it has|they|they're|they are|they've)\b",
                             re.IGNORECASE)
@@ -96,14 +96,23 @@ class DetailReader:
             if before.get("location"):
                 set_attr(item, "location", list(before["location"]))
 
-    def places_of_clauses(self, frame: Frame, mentions: list[Mention]) -> None:
+    def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str]) -> None:
         """A symptom found by its clause (the second stage: "my left arm has gone weak" is ``weak limbs``, no lexicon
-        phrase) has no place in a sentence to read details from, but where it is matters (which arm, for the stroke
-        rule and the clinician): the one place its own clause names is its location."""
+        phrase) has no place in a sentence to read details from: its own clause gives them ("this heavy pressure in
+        the middle of my chest for about forty minutes": its duration). Where it is matters too (which arm, for the
+        stroke rule and the clinician): the one place its own clause names is its location."""
         for m in mentions:
-            if m.base != "symptom" or m.status == "negative" or not self.locatable(m.value):
+            if m.base != "symptom" or m.status == "negative":
                 continue
             item = frame.item("symptom", m.value, mention_status(m))
+            for k, v in self.symptom_attributes(m.sentence.lower(), m.value, asked_checks).items():
+                # a detail another item already has from the same words is that item's ("my taste is getting worse
+                # and worse", ageusia's progression, is not a second finding's)
+                if k != "location" and k not in item and not any(
+                        other is not item and other.get(k) == v for other in frame.items.values()):
+                    set_attr(item, k, v)
+            if not self.locatable(m.value):
+                continue
             said = [x for x in attr.places(m.sentence.lower(), self.lexicon.locations, self.lexicon.sided)
                     if x not in m.value]
             if not item.get("location") and len(said) == 1:  # two places: which is the symptom's is not known
@@ -126,7 +135,11 @@ class DetailReader:
             for m in symptoms or (last_symptoms if carried else []):
                 item = frame.item("symptom", m.value, mention_status(m))
                 clause = sentence if carried else part.get(id(m), sentence)
-                for k, v in self.symptom_attributes(clause, m.value, asked_checks).items():
+                found = self.symptom_attributes(clause, m.value, asked_checks)
+                if not carried:  # a time said in the symptom's own clause is its time, not an earlier one's
+                    own = own_clause(m)  # ("I came back from Australia three days ago and since yesterday I ...")
+                    found |= {k: v for k in ("onset", "duration") if (v := getattr(attr, k)(own))}
+                for k, v in found.items():
                     if not (carried and k == "location" and _PLACE_DENIED.search(sentence)):
                         set_attr(item, k, v)
             self.share_trailing_time(frame, symptoms)
@@ -138,6 +151,21 @@ class DetailReader:
                 last_symptoms = symptoms
             for m in here:
                 self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
+
+    def spread_of_pain(self, frame: Frame, text: str) -> None:
+        """ "... and it's going down my left arm and into my jaw": where a pain spreads, said after it, is among its
+        places (MediTOD lists every place of a pain in its location; the clinician reads the radiation there). The
+        places after each spreading verb go to the first pain of the turn."""
+        pain = next((item for (name, value), item in frame.items.items()
+                     if name == "positive_symptom" and names_a_pain(value)), None)
+        if pain is None:
+            return
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            for hit in attr.SPREADS.finditer(sentence):
+                said = attr.places(attr.clean(sentence[hit.end():]), self.lexicon.locations, self.lexicon.sided)
+                for place in said:
+                    if place not in pain.get("location", []) and place not in str(pain["value"]):
+                        pain.setdefault("location", []).append(place)
 
     @staticmethod
     def name_sited_pain(frame: Frame) -> None:
@@ -204,7 +232,9 @@ class DetailReader:
             rec.update({"value": home, "status": "living"})
         if (j := attr.job(whole, asked="occupation" in asked_bases)) is not None:
             frame.record("occupation").update({"value": j, "status": "true"})
-        if attr.travel(whole):
+        if back := attr.returned_from(text):
+            frame.record("travel").update({"status": "traveled", "destination": back})
+        elif attr.travel(whole):
             rec = frame.record("travel")
             negated = re.search(r"\b(no|not|haven't|didn't|never|nowhere)\b", whole)
             rec["status"] = "not_traveled" if negated else "traveled"

@@ -198,6 +198,14 @@ def segments(mentions: list[Mention]) -> dict[int, str]:
     return out
 
 
+def own_clause(m: Mention) -> str:
+    """The clause of its sentence a mention stands in, between the clause boundaries around it (commas, "and",
+    "but"), cleaned: where a time said of it alone is ("... three days ago and since yesterday I can't breathe")."""
+    before = [b.end() for b in _BOUNDARY.finditer(m.sentence[:m.char_start])]
+    after = _BOUNDARY.search(m.sentence, m.char_end)
+    return attr.clean(m.sentence[before[-1] if before else 0:after.start() if after else len(m.sentence)])
+
+
 def names_a_pain(value: str) -> bool:
     """A symptom value that is a pain: ``pain``, ``chest pain``, ``headache``."""
     return "pain" in value or value.endswith("ache")

@@ -107,6 +107,11 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
         if q.check in (None, "status") or (q.check == "value" and value in cmas.OPEN_VALUES):
             return True
         return _has(record, q.base, q.check)
+    if q.base == "symptom" and value == "pain" and q.check == "location" and q.values and any(
+            "pain" in str(it.get("value", "")) and isinstance(it.get("location"), list)
+            and all(any(isinstance(h, str) and same_place(h, [v]) for h in it["location"]) for v in q.values)
+            for _, it in items):
+        return True  # "any pain in your arm?" is answered by a chest pain that goes down the left arm
     if q.base == "symptom" and value == "all":
         positives = [it for s, it in items if s == "positive"]
         return bool(positives) and (q.check is None or all(_has(it, q.base, q.check) for it in positives))

@@ -648,3 +648,15 @@ def test_a_part_that_does_not_work_is_a_loss_of_function_not_a_denial():
     for said in ("Since lunch my right hand won't grip my pen.", "My words aren't coming out properly today."):
         assert not any(c.denies for c in reader.clauses(said)), said
     assert all(c.negated for c in reader.clauses("My hand isn't numb or weak at all."))
+
+
+def test_it_in_a_later_turn_is_where_the_complaint_just_described_is(nlu):
+    """ "It's puffy and red now", after the patient placed a pain at the ankle: the swelling is the ankle's. A sentence
+    that names its own place keeps it."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["ankle"]}]}
+    s = slots(nlu.frames("It's puffy and hot to touch now.", [], state))
+    swelling = next(it for it in s["positive_symptom"] if it["value"] == "swelling")
+    assert swelling.get("location") == ["ankle"], s
+    s = slots(nlu.frames("It's swollen round my knee too.", [], state))
+    swelling = next(it for it in s["positive_symptom"] if it["value"] == "swelling")
+    assert swelling.get("location") == ["knee"], s

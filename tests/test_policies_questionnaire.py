@@ -326,3 +326,17 @@ def test_a_pregnancy_answers_the_missed_periods_question():
     assert answered({"positive_medical_history": [{"value": "pregnancy"}]}, periods, vocab)
     assert not answered({"negative_medical_history": [{"value": "pregnancy"}]}, periods, vocab)
     assert not answered({}, periods, vocab)
+
+
+def test_a_pain_that_spreads_to_a_place_answers_the_question_about_pain_there():
+    """A chest pain that goes into the jaw and down the left arm answers "any jaw pain?" and "any pain in your arm?":
+    the interview does not ask for the radiation the patient has just described."""
+    from agent.core.ontology import default_vocabulary
+    from policies.questions import Question, answered
+
+    vocab = default_vocabulary()
+    state = {"positive_symptom": [{"value": "chest pain", "location": ["left arm", "jaw"]}]}
+    assert find_item(state, "symptom", "jaw pain", vocab) is not None
+    assert answered(state, Question("symptom", "pain", "location", ("arm",)), vocab)
+    assert not answered(state, Question("symptom", "pain", "location", ("back",)), vocab)
+    assert find_item(state, "symptom", "back pain", vocab) is None

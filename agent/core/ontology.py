@@ -292,9 +292,15 @@ def find_item(
     state: dict[str, Any], base: str, value: str, vocab: Vocabulary
 ) -> tuple[str | None, dict[str, Any]] | None:
     """``(status, item)`` of the state's item naming the same concept as ``value`` under any status, or None: the one
-    lookup the questionnaire policy, the case cards and the simulators share."""
+    lookup the questionnaire policy, the case cards and the simulators share. A pain named by its site is also a pain
+    at that site (:func:`symptom_names`), when no item has its name."""
     for status, item in cmas.slot_items(state, base):
         v = item.get("value")
         if isinstance(v, str) and vocab.same(base, v, value):
             return status, item
+    if base == "symptom":  # "any jaw pain?" is answered by a chest pain that goes into the jaw
+        for status, item in cmas.slot_items(state, base):
+            v = item.get("value")
+            if isinstance(v, str) and any(vocab.same(base, n, value) for n in symptom_names(v, item)[1:]):
+                return status, item
     return None

@@ -103,6 +103,7 @@ class ClinicalNLU:
         self.details.attributes(frame, mentions, sents, asked)
         self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs})
         self.details.spread_of_pain(frame, text)
+        self.details.place_from_before(frame, mentions, state)
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self.answers.hedged_amount(frame, text)

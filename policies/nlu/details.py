@@ -96,6 +96,25 @@ class DetailReader:
             if before.get("location"):
                 set_attr(item, "location", list(before["location"]))
 
+    def place_from_before(self, frame: Frame, mentions: list[Mention], state: dict) -> None:
+        """ "It's red, hot and swollen", said of the big toe the patient had just described: a located complaint whose
+        sentence names no place and opens with "it" or "they" is where the complaint the state last placed is (the
+        pronoun is that place). Only when nothing in the turn has a place of its own."""
+        if any(item.get("location") for item in frame.items.values()):
+            return
+        placed = [it for it in state.get("positive_symptom") or [] if isinstance(it.get("location"), list)
+                  and it["location"]]
+        if not placed:
+            return
+        for m in mentions:
+            if m.base != "symptom" or m.status == "negative" or not self.locatable(m.value) or m.sent < 0:
+                continue
+            if _PRONOUN_START.match(m.sentence.strip()) and not attr.places(
+                    m.sentence.lower(), self.lexicon.locations, self.lexicon.sided):
+                item = frame.item("symptom", m.value, mention_status(m))
+                if not item.get("location"):
+                    set_attr(item, "location", list(placed[-1]["location"]))
+
     def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str]) -> None:
         """A symptom found by its clause (the second stage: "my left arm has gone weak" is ``weak limbs``, no lexicon
         phrase) has no place in a sentence to read details from: its own clause gives them ("this heavy pressure in

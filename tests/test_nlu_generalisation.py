@@ -232,3 +232,27 @@ def test_a_guardian_who_introduces_the_patient_is_asked_about_the_patient(store)
 
 _SPEAKER = re.compile(r"\b(?:thank you|(?:could|can|would) you (?:tell|describe|say|rate)|do you (?:know|think))\b",
                       re.I)
+
+
+def test_a_disclosed_suicide_plan_is_assessed_and_not_asked_again(store):
+    """NICE NG225: a disclosure is taken as had and assessed. The flag the screen raised from the patient's words puts
+    the suicidal ideation in the state (the NLU leaves such sentences to the screen), so the interview does not ask
+    whether the patient has what they just said, and asks about plans, intent and what keeps them safe. An unsure
+    reply ("maybe next week, ...") to a question listing self-harm and harm to others is a hint of the self-directed
+    item only (recall first): no thoughts of harming others, and no harm-to-others emergency, are invented."""
+    session = talk(store, "Everything's felt pointless since my divorce in the spring.",
+                   "Lately I keep thinking I'd be better off dead, and I've looked up how many of my sleeping pills "
+                   "it would take.")
+    st = session.state()
+    assert status_of(st.patient_state, "symptom", "suicidal ideation") == "positive", st.patient_state
+    assert "suicidal_ideation" in {f["id"] for f in st.red_flags}
+    doctor = []
+    for reply in ("Maybe next week, after the kids go back to their dad's.", "I haven't really told anyone.",
+                  "I'm not sure."):
+        doctor.append(session.send(reply).text)
+    after = [d.lower() for d in [st.turns[-1].text, *doctor]]
+    assert not any("have you had any thoughts of harming yourself or ending your life" in d for d in after), after
+    assert any("plans" in d for d in after) and any("act on them" in d for d in after), after
+    state = session.state().patient_state
+    assert status_of(state, "symptom", "homicidal ideation") != "positive", state
+    assert "harm_to_others" not in {f["id"] for f in session.state().red_flags}

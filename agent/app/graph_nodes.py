@@ -245,7 +245,25 @@ class Nodes:
         raised = self._new_flags(s, s.patient_state, len(s.turns) - 1, said)
         if not raised:
             return {}
-        return {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
+        update = {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
+        if self.agent.red_flag_rules is not None and said:
+            update |= self._record_disclosures(s, safety.disclosed(raised, self.agent.red_flag_rules))
+        return update
+
+    def _record_disclosures(self, s: InterviewState, values: list[str]) -> dict:
+        """The patient state (and the turn's) with each disclosed symptom the NLU did not record as had (the NLU leaves
+        suicidal thoughts said in a sentence to the red-flag screen, which read them): positive, the flag's words the
+        ground."""
+        vocab = self.agent.nlu_vocabulary
+        have = {str(it.get("value")) for st, it in cmas.slot_items(s.patient_state, "symptom") if st == "positive"}
+        new = [v for v in values if not any(vocab is not None and vocab.same("symptom", v, h) or v == h for h in have)]
+        if not new:
+            return {}
+        frames = [{"intent": "inform", "slots": {"positive_symptom": [{"value": v} for v in new]}}]
+        state = cmas.parse_state(self.agent.dst.update(s.patient_state, frames))
+        turns = list(s.turns)
+        turns[-1] = turns[-1].model_copy(update={"state": state, "meta": {**turns[-1].meta, "disclosed": new}})
+        return {"patient_state": state, "turns": _dump(turns)}
 
     def _new_flags(self, s: InterviewState, state: dict, turn: int, said: str = "") -> list[dict]:
         """Rules that fire now, on the state or on the patient's words, and had not fired before in this session at

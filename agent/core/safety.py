@@ -652,13 +652,36 @@ def default_rules() -> RuleSet:
     return load_rules()
 
 
-@lru_cache(maxsize=1)
-def disclosures() -> frozenset[str]:
+HARM_TO_OTHERS = "harm_to_others"  # the rule id of thoughts of harming others (the one disclosure not self-directed)
+
+
+@lru_cache(maxsize=3)
+def disclosures(self_directed: bool | None = None) -> frozenset[str]:
     """The symptom values of the rules a hedge never lowers (suicide, self-harm, harm to others: ``hedge_keeps_level``).
     The NLU records a hedged or unsure disclosure of them as had: a hint is how patients say it, and NICE NG225 asks
-    that every one be taken as a disclosure and assessed."""
+    that every one be taken as a disclosure and assessed. ``self_directed``: only the patient's own (True) or only the
+    harm to others (False)."""
     return frozenset(v for r in default_rules().rules if r.hedge_keeps_level
+                     and (self_directed is None or (r.id != HARM_TO_OTHERS) == self_directed)
                      for c in (*r.all_of, *r.any_of) if c.slot == "symptom" for v in c.values)
+
+
+def disclosed(flags: Iterable[dict[str, Any]], rules: RuleSet) -> list[str]:
+    """The symptom values that flags of the disclosure rules (``hedge_keeps_level``: suicide, self-harm, harm to
+    others) raised firmly from the patient's own words name: the patient said them, so the interview holds them as
+    had and goes on to assess them (NICE NG225), instead of asking whether the patient has what they just told. A
+    flag raised as ``possible`` (a hint on the low path) names nothing."""
+    by_id = {r.id: r for r in rules.rules}
+    out: list[str] = []
+    for f in flags:
+        rule = by_id.get(str(f.get("id")))
+        if (rule is None or not rule.hedge_keeps_level or f.get("level") == "possible"
+                or not any(e.get("match") in ("phrase", "semantic") for e in f.get("evidence") or [])):
+            continue
+        value = next((v for c in (*rule.all_of, *rule.any_of) if c.slot == "symptom" for v in c.values), None)
+        if value is not None and value not in out:
+            out.append(value)
+    return out
 
 
 # --------------------------------------------------------------------------- patient text is data

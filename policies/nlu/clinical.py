@@ -107,7 +107,7 @@ class ClinicalNLU:
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self.answers.hedged_amount(frame, text)
-        self._disclosed(frame)
+        self._disclosed(frame, mentions, asked)
         self.details.name_sited_pain(frame)
         self._drop_known(frame, state, asked)
         slots = frame.slots()
@@ -142,15 +142,25 @@ class ClinicalNLU:
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
         return out
 
-    def _disclosed(self, frame: Frame) -> None:
+    def _disclosed(self, frame: Frame, mentions: list[Mention], asked: list) -> None:
         """A hedged or unsure disclosure of suicidal thoughts, self-harm or thoughts of harming others is had, never
         unknown ("I don't know... sometimes I think everyone'd be better off without me" had been an unsure suicidal
-        ideation in the note of a patient with a plan): the red-flag screen's ``hedge_keeps_level`` values."""
+        ideation in the note of a patient with a plan): the red-flag screen's ``hedge_keeps_level`` values. What the
+        patient's words named, or the one item asked; of several asked, a thought of harming others is not inferred
+        from an unsure reply ("Probably this weekend..." to "any self-harm, or thoughts of harming other people?"
+        had raised the harm-to-others emergency for a patient planning to end their own life)."""
+        named = {m.value for m in mentions if m.base == "symptom"}
+        several = sum(1 for b, _, _ in asked if cmas.SLOTS[b].medical) > 1
         for (name, value) in list(frame.items):
             base = cmas.split_slot_name(name)[1]
-            if name.startswith("unknown_") and base == "symptom" and any(
-                    self.vocab.same("symptom", value, d) for d in disclosures()):
+            if not (name.startswith("unknown_") and base == "symptom" and any(
+                    self.vocab.same("symptom", value, d) for d in disclosures())):
+                continue
+            if value in named or not several or not any(
+                    self.vocab.same("symptom", value, o) for o in disclosures(self_directed=False)):
                 frame.item(base, value, "positive")
+            else:  # which of the listed items the hedge is about is not said: not this one
+                del frame.items[(name, value)]
 
     @staticmethod
     def _drop_known(frame: Frame, state: dict, asked: list) -> None:

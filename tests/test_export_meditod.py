@@ -154,6 +154,18 @@ def test_history_note_lists_red_flags():
     assert "> Chest pain and I can't breathe." in note
 
 
+def test_the_note_names_a_misleading_vocabulary_value_as_a_clinician_would():
+    """MediTOD files any drinking under "alcohol abuse": the note of two glasses a week says "alcohol use"."""
+    state = {"positive_symptom": [{"value": "colored/excess sputum"}],
+             "positive_habit": [{"value": "alcohol abuse", "frequency": "two glasses a week"}]}
+    turns = [u("doctor", "What brings you in?", actions=[{"action": "nod_prompt_salutations"}]),
+             u("patient", "I'm bringing up phlegm. I have two glasses of wine a week.", dialog_state=state,
+               nlu=[{"intent": "inform", "slots": state}])]
+    note = history_note(Transcript("s10", turns, []))
+    assert "alcohol use" in note and "alcohol abuse" not in note, note
+    assert "**sputum**" in note, note
+
+
 # --------------------------------------------------------------------------- the clinician's summary
 
 GI_LINES = ["I've been passing black tarry stools since yesterday", "About three times a day", "No, none of those",

@@ -137,12 +137,12 @@ def _details(item: dict, labels: tuple[tuple[str, str], ...]) -> str:
 
 def _entry(item: dict, labels: tuple[tuple[str, str], ...]) -> str:
     detail = _details(item, labels)
-    return f"**{item.get('value', '?')}**" + (f" — {detail}" if detail else "")
+    return f"**{cmas_wording.note_name(item.get('value', '?'))}**" + (f" — {detail}" if detail else "")
 
 
 def _inline(item: dict, labels: tuple[tuple[str, str], ...]) -> str:
     detail = _details(item, labels)
-    return str(item.get("value", "?")) + (f" ({detail})" if detail else "")
+    return cmas_wording.note_name(item.get("value", "?")) + (f" ({detail})" if detail else "")
 
 
 def _values(state: dict, name: str, keep=lambda v: True) -> list[dict]:
@@ -211,7 +211,8 @@ def _complaint_sections(transcript: Transcript, state: dict) -> list[str]:
     """The presenting complaint (in the patient's first words that named a symptom) and its history: every positive
     symptom with its attributes, then the pertinent negatives and the symptoms the patient was unsure of."""
     complaint, words = _presenting(transcript, state)
-    out = ["", "## Presenting complaint", ", ".join(complaint) if complaint else NONE_RECORDED]
+    out = ["", "## Presenting complaint", ", ".join(map(cmas_wording.note_name, complaint)) if complaint
+           else NONE_RECORDED]
     if words:
         out.append(f"> {words}")
     out += ["", "## History of presenting complaint"]

@@ -155,3 +155,22 @@ SYMPTOM_ATTRS: tuple[tuple[str, str], ...] = (
     ("volume", "volume:"), ("color", "colour:"), ("itching", "itching:"), ("lesion_size", "lesion size:"),
     ("lesions_peel_off", "lesions peel off:"), ("rash_swollen", "rash swollen:"),
 )
+
+
+NOTE_NAMES: dict[str, str] = {
+    # MediTOD files any drinking under "alcohol abuse"; a note that says so of two glasses a week misleads
+    "alcohol abuse": "alcohol use",
+    "regular coffee tea": "coffee or tea",
+    "regular energy drinks": "energy drinks",
+    "sick person": "contact with someone unwell",
+    "noacs": "direct oral anticoagulant (DOAC)",
+    "colored/excess sputum": "sputum",
+    "weak limbs": "limb weakness",
+}
+"""How the clinician's note names a value whose vocabulary spelling would mislead or puzzle a clinician reading it;
+the state, the exports and the metrics keep the vocabulary's value."""
+
+
+def note_name(value: object) -> str:
+    """The name a clinician's note gives ``value`` (:data:`NOTE_NAMES`, else the value itself)."""
+    return NOTE_NAMES.get(str(value), str(value))

@@ -256,3 +256,24 @@ def test_a_disclosed_suicide_plan_is_assessed_and_not_asked_again(store):
     state = session.state().patient_state
     assert status_of(state, "symptom", "homicidal ideation") != "positive", state
     assert "harm_to_others" not in {f["id"] for f in session.state().red_flags}
+
+
+def test_a_relative_named_in_a_reply_owns_the_asked_illness_and_a_guardian_keeps_their_own(store, nlu_for_state):
+    """Wrong owner, in answers: "Not me, but my brother did" to "have you ever had a stroke?" is family history, and
+    "Yes, my uncle did" to a list of symptoms affirms none of them. A guardian's own illness ("I'm asthmatic myself")
+    is not the patient's; the relative they speak for is the patient."""
+    from policies.nlu.doctor_reader import default_reader
+
+    reader = default_reader()
+    doctor = "Have you ever had a stroke?"
+    s = nlu_for_state.frames("Not me, but my brother did a few years back.", reader.read(doctor, []), {}, doctor)
+    slots = s[0].get("slots") or {}
+    assert {it["value"]: it.get("relation") for it in slots.get("positive_family_history") or []} == {
+        "stroke": "brother"}, slots
+    assert not slots.get("positive_medical_history"), slots
+    doctor = "Have you had any neck stiffness, sensitivity to light or a rash?"
+    s = nlu_for_state.frames("Yes, my uncle did, a long time ago.", reader.read(doctor, []), {}, doctor)
+    assert not (s[0].get("slots") or {}).get("positive_symptom"), s
+    session = talk(store, "I'm ringing about my grandad, he's been really drowsy and hot since this morning.",
+                   "I'm asthmatic myself, but he's never had any chest trouble.")
+    assert status_of(session.state().patient_state, "medical_history", "asthma") is None, session.state().patient_state

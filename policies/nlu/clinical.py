@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from agent.core import cmas
-from agent.core.clinical_text import as_the_patient, default_clause_reader
+from agent.core.clinical_text import REPORTING_VERBS, as_the_patient, default_clause_reader, spoken_for
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import disclosures
@@ -39,6 +39,14 @@ class Reading:
     second_stage: set[tuple[str, str]] = field(default_factory=set)
 
 
+_SPEAKERS_OWN = re.compile(r"[^.!?;,]*\b(?:myself|me personally|me too|i do too|i have too|so do i|so have i)\b"
+                           r"[^.!?;,]*(?:\s*\b(?:but|and)\b)?", re.I)
+"""What a guardian says of themselves ("I've got asthma myself but her chest is fine"): the clause, to its
+boundary, with the joining word; what follows is about the patient again."""
+_RELATIVE_DENIED = re.compile(r"\b(?:not|no|nor|neither)\b[^.,;]*\b(?:mum|mom|mother|dad|father|brother|sister|"
+                              r"family|parents|anyone|anybody|grand\w+|aunt\w*|uncle|son|daughter|wife|husband)\b|"
+                              r"\b(?:nobody|no one|none of them)\b", re.I)
+"""A reply that denies it of a relative too ("no, and not my parents either"): no relative owns the asked illness."""
 _PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sting\w*)\b", re.I)
 """A reference that names a pain: what a bare "it hurts" may be refined into."""
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
@@ -71,7 +79,8 @@ class ClinicalNLU:
         text = ctx.turns[-1][1] if ctx.turns else ""
         doctor = ctx.turns[-2][1] if len(ctx.turns) > 1 and ctx.turns[-2][0] == "doctor" else ""
         last_actions = ctx.past_actions[-1] if ctx.past_actions and doctor else []
-        frames = self.frames(text, last_actions, ctx.state, doctor)
+        proxy = spoken_for(ctx.turns[:-1]) if len(ctx.turns) > 1 else None
+        frames = self.read(text, last_actions, ctx.state, doctor, proxy=proxy).frames
         return ModuleOutput(value=frames, meta={"nlu": "clinical", "latency_s": round(time.perf_counter() - t0, 6)})
 
     def frames(self, text: str, last_actions: list[dict] | None = None, state: dict | None = None,
@@ -80,9 +89,13 @@ class ClinicalNLU:
         return self.read(text, last_actions, state, doctor).frames
 
     def read(self, text: str, last_actions: list[dict] | None = None, state: dict | None = None,
-             doctor: str = "") -> Reading:
-        """:meth:`frames`, with which of their items the second recognition stage gave (value or status)."""
+             doctor: str = "", proxy: str | None = None) -> Reading:
+        """:meth:`frames`, with which of their items the second recognition stage gave (value or status).
+        ``proxy``: the relative a guardian speaks for (``agent.core.clinical_text.spoken_for``), who is the patient;
+        what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
+        if proxy:
+            text = _SPEAKERS_OWN.sub("", text)
         if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
             text = as_the_patient(text)[0]
         frame = Frame()
@@ -106,6 +119,7 @@ class ClinicalNLU:
         self.details.place_from_before(frame, mentions, state)
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
+        self._relatives_answer(frame, text, mentions, asked, proxy)
         self.answers.hedged_amount(frame, text)
         self._disclosed(frame, mentions, asked)
         self.details.name_sited_pain(frame)
@@ -141,6 +155,29 @@ class ClinicalNLU:
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
         return out
+
+    def _relatives_answer(self, frame: Frame, text: str, mentions: list[Mention], asked: list,
+                          proxy: str | None = None) -> None:
+        """ "Yes, my dad", "Not me, my grandad had one", "No, but my mum has" to "have you ever had a heart attack?":
+        a relative named in a reply that names no illness of its own owns the asked condition (family history); the
+        patient's own item keeps only a denial ("not me", "no"), never the yes that was about the relative. Asked
+        about symptoms, "Yes, my dad did" affirms none of them for the patient. The relative a guardian speaks for
+        (``proxy``) is the patient."""
+        if any(m.base in ("medical_history", "family_history") for m in mentions):
+            return
+        relation = self.finder.relation(attr.clean(text))
+        if relation is None or relation == proxy or _RELATIVE_DENIED.search(text) or re.search(
+                rf"\b{re.escape(relation)}\W+(?:\w+\W+)?(?:{'|'.join(sorted(REPORTING_VERBS))})\b", text, re.I):
+            return  # "my mum says it started at five": a relative who reports owns nothing
+        for b, v, _ in asked:
+            if b == "symptom" and not any(m.base == "symptom" for m in mentions):
+                frame.items.pop(("positive_symptom", v), None)  # "Yes, my dad did" to "any X, Y or Z?"
+        conditions = [v for b, v, _ in asked if b == "medical_history" and v.casefold() not in cmas.OPEN_VALUES]
+        if len(conditions) != 1:
+            return
+        set_attr(frame.item("family_history", conditions[0], "positive"), "relation", relation)
+        frame.items.pop(("positive_medical_history", conditions[0]), None)
+        frame.items.pop(("unknown_medical_history", conditions[0]), None)
 
     def _disclosed(self, frame: Frame, mentions: list[Mention], asked: list) -> None:
         """A hedged or unsure disclosure of suicidal thoughts, self-harm or thoughts of harming others is had, never

@@ -660,3 +660,26 @@ def test_it_in_a_later_turn_is_where_the_complaint_just_described_is(nlu):
     s = slots(nlu.frames("It's swollen round my knee too.", [], state))
     swelling = next(it for it in s["positive_symptom"] if it["value"] == "swelling")
     assert swelling.get("location") == ["knee"], s
+
+
+def test_swollen_lips_or_tongue_are_angioedema_and_a_tight_throat_is_no_sore_throat(nlu):
+    """NICE CKS Angio-oedema: swelling of the lips, tongue or eyelids is angio-oedema (the anaphylaxis rule's sign),
+    not a swelling of the throat the sentence also names; a tight throat says no pain, so it is no pharyngitis by
+    meaning (an invented fact in the anaphylaxis walkthrough). A swollen knee stays a swelling of the knee."""
+    s = slots(nlu.frames("Half an hour after the peanut sauce my top lip and tongue went all puffy, and my throat "
+                         "feels tight."))
+    assert "angioedema" in values(s, "positive_symptom"), s
+    assert not values(s, "positive_symptom") & {"pharyngitis", "swelling"}, s
+    s = slots(nlu.frames("My knee has swollen up and my mouth is dry."))
+    assert "angioedema" not in values(s, "positive_symptom"), s
+
+
+def test_an_answer_word_opening_a_statement_of_its_own_is_no_yes_to_a_list(nlu):
+    """ "Occasionally my legs feel heavy" to "any fever or chills?": the adverb says how often the legs feel heavy; it
+    affirms neither listed item. "Sometimes, yes" still does, and "sometimes I get them" refers back."""
+    asked = [{"action": "inquire", "symptom": [{"value": "fever"}, {"value": "chills"}]}]
+    doctor = "Have you had any fever or chills?"
+    s = slots(nlu.frames("Occasionally my legs feel heavy at the end of the day.", asked, {}, doctor))
+    assert not values(s, "positive_symptom") & {"fever", "chills"}, s
+    for reply in ("Sometimes, yes.", "Sometimes I get them at night."):
+        assert values(slots(nlu.frames(reply, asked, {}, doctor)), "positive_symptom") >= {"fever", "chills"}

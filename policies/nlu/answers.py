@@ -91,6 +91,12 @@ SYNONYM_SIMILARITY = 0.45
 asked item in other words ("any blood in your urine?" - "No, my wee's been a normal colour")."""
 
 
+_ADVERB_OPENING = re.compile(r"^(?:sometimes|occasionally|now and then|every now and then|a little|a bit)\s+"
+                             r"(?:a|an|the|my|i|i'm|i've|it|it's|there|they|when|if|after|at|in|on)\b", re.I)
+"""An answer word that opens a statement of its own ("Sometimes a sour taste comes up into my mouth", "Occasionally I
+get a twinge"): a frequency adverb of that statement, no yes to the asked items."""
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -124,6 +130,9 @@ class AnswerReader:
         if not asked:
             return
         polarity = self.polarity(text)
+        if (polarity == "affirm" and _ADVERB_OPENING.match(attr.clean(text)) and self.lists_whether(asked)
+                and not re.search(r"\b(?:them|it|that|those|these|both|either)\b", text, re.I)):
+            polarity = None  # "Sometimes a sour taste comes up": how often that happens, no yes to the question
         if polarity == "deny" and self.no_determines(mentions):
             polarity = None
         if polarity in ("affirm", "deny") and self.offers_alternatives(doctor, asked):

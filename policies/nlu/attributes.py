@@ -22,6 +22,11 @@ back of my leg"), or the bare direction that continues it ("and down my left arm
 complaint at the place it names (weakness of the arm)."""
 
 
+PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sting\w*|tender\w*|raw|agony|"
+                       r"agonis\w*|agoniz\w*|killing|throb\w*|excruciating)\b", re.I)
+"""Words that say a pain: a reference that names one is what a bare "it hurts" may be refined into, and a clause
+without one names no pain by meaning ("my throat feels tight" is no sore throat)."""
+
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
         r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|a|an)")
 _UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?)"

@@ -47,8 +47,6 @@ _RELATIVE_DENIED = re.compile(r"\b(?:not|no|nor|neither)\b[^.,;]*\b(?:mum|mom|mo
                               r"family|parents|anyone|anybody|grand\w+|aunt\w*|uncle|son|daughter|wife|husband)\b|"
                               r"\b(?:nobody|no one|none of them)\b", re.I)
 """A reply that denies it of a relative too ("no, and not my parents either"): no relative owns the asked illness."""
-_PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sting\w*)\b", re.I)
-"""A reference that names a pain: what a bare "it hurts" may be refined into."""
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
 
 
@@ -117,6 +115,7 @@ class ClinicalNLU:
         self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs})
         self.details.spread_of_pain(frame, text)
         self.details.place_from_before(frame, mentions, state)
+        self.details.name_angioedema(frame, mentions)
         self.details.records(frame, text, whole, asked)
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self._relatives_answer(frame, text, mentions, asked, proxy)
@@ -145,7 +144,7 @@ class ClinicalNLU:
             for h in self.concepts.find(text, rest, antecedents=[]):
                 pain = next((m for m in unplaced if m.sentence[m.char_start:m.char_end].lower() in h.clause.lower()),
                             None)  # the pain's clause names no other concept: "it hurts when I breathe" is no dyspnea
-                if pain is not None and h.base == "symptom" and _PAIN_WORD.search(h.matched):
+                if pain is not None and h.base == "symptom" and attr.PAIN_WORD.search(h.matched):
                     pain.value = h.value
         known = {(m.base, m.value) for m in mentions}
         out = []

@@ -26,7 +26,7 @@ from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import Vocabulary
 from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
-from policies.nlu.attributes import SPREADS, phrase_hits
+from policies.nlu.attributes import PAIN_WORD, SPREADS, phrase_hits
 from policies.nlu.lexicon import CONDITION, Lexicon
 
 DEFAULT_THRESHOLD = 0.64
@@ -266,8 +266,10 @@ class ConceptMatcher:
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
                     continue
                 if kind == "symptom" and (value in self._left_to_the_screen
-                                          or self._elsewhere(clause.text, value, refs[best][1])):
-                    continue
+                                          or self._elsewhere(clause.text, value, refs[best][1])
+                                          or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4
+                                              and not PAIN_WORD.search(texts[ti]))):
+                    continue  # a short name of a pain needs a pain said: "my throat feels tight" is no "throat hurts"
                 status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:

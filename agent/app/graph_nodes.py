@@ -256,7 +256,8 @@ class Nodes:
         ground."""
         vocab = self.agent.nlu_vocabulary
         have = {str(it.get("value")) for st, it in cmas.slot_items(s.patient_state, "symptom") if st == "positive"}
-        new = [v for v in values if not any(vocab is not None and vocab.same("symptom", v, h) or v == h for h in have)]
+        new = [v for v in values
+               if not any(v == h or (vocab is not None and vocab.same("symptom", v, h)) for h in have)]
         if not new:
             return {}
         frames = [{"intent": "inform", "slots": {"positive_symptom": [{"value": v} for v in new]}}]

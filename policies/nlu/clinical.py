@@ -47,6 +47,8 @@ _RELATIVE_DENIED = re.compile(r"\b(?:not|no|nor|neither)\b[^.,;]*\b(?:mum|mom|mo
                               r"family|parents|anyone|anybody|grand\w+|aunt\w*|uncle|son|daughter|wife|husband)\b|"
                               r"\b(?:nobody|no one|none of them)\b", re.I)
 """A reply that denies it of a relative too ("no, and not my parents either"): no relative owns the asked illness."""
+_REPORTS = rf"(?:{'|'.join(sorted(REPORTING_VERBS))})\b"
+"""A reporting verb after a relative ("my mum says ..."): the relative reports and owns nothing."""
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
 
 
@@ -166,7 +168,7 @@ class ClinicalNLU:
             return
         relation = self.finder.relation(attr.clean(text))
         if relation is None or relation == proxy or _RELATIVE_DENIED.search(text) or re.search(
-                rf"\b{re.escape(relation)}\W+(?:\w+\W+)?(?:{'|'.join(sorted(REPORTING_VERBS))})\b", text, re.I):
+                rf"\b{re.escape(relation)}\W+(?:\w+\W+)?{_REPORTS}", text, re.I):
             return  # "my mum says it started at five": a relative who reports owns nothing
         for b, v, _ in asked:
             if b == "symptom" and not any(m.base == "symptom" for m in mentions):

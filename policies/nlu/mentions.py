@@ -225,7 +225,7 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
     parts = segments(mentions)
     if places:  # a bare pain whose own words place it at a site MediTOD names ("a sharp pain in my chest") is that
         for m in mentions:  # pain now, so another pain said elsewhere in the turn ("my calf is sore") stays its own
-            said = {p for p in attr.phrase_hits(parts.get(id(m), m.sentence).lower(), dict(places)) if "side" not in p}
+            said = set(_body_parts(parts.get(id(m), m.sentence), places))
             if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := said.pop()) in SITE_VALUES:
                 m.value = SITE_VALUES[site]
     specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
@@ -242,10 +242,15 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
             m.value = target
 
 
+def _body_parts(part: str, places: Mapping[str, str]) -> list[str]:
+    """The body parts ``part`` names (``places``: the lexicon's locations); a side ("on the left side") is no part."""
+    return [p for p in attr.phrase_hits(part.lower(), dict(places)) if "side" not in p]
+
+
 def _elsewhere(part: str, target: str, places: Mapping[str, str]) -> bool:
     """Whether the words a bare pain is said with name a body part, and not the one the pain being talked about is
     named for (a side, "on the left side", is no other part)."""
-    said = [p for p in attr.phrase_hits(part.lower(), dict(places)) if "side" not in p]
+    said = _body_parts(part, places)
     site = target.removesuffix(" pain").casefold()
     return bool(said) and not any(site in p.casefold() or p.casefold() in site for p in said)
 

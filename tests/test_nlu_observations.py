@@ -30,9 +30,10 @@ def store(tmp_path_factory):
         yield s
 
 
-def statuses(nlu: ClinicalNLU, text: str) -> dict[str, str]:
-    """value -> status of the symptoms read from ``text`` as a first turn."""
-    frames = nlu.frames(text)
+def statuses(nlu: ClinicalNLU, text: str, later: bool = False) -> dict[str, str]:
+    """value -> status of the symptoms read from ``text`` as a first turn, or ``later`` in an interview about a
+    cough (an opening may be a guardian's, read as the patient's: MediTOD's guide)."""
+    frames = nlu.frames(text, state={"positive_symptom": [{"value": "coughing"}]} if later else None)
     out: dict[str, str] = {}
     for frame in frames:
         for name, items in (frame.get("slots") or {}).items():
@@ -93,7 +94,7 @@ def test_a_quoted_reading_is_the_finding_it_shows(nlu, said, value):
     ("My dad's blood sugar was 20 yesterday.", "hyperglycemia"),
 ])
 def test_a_normal_or_someone_elses_reading_shows_nothing_of_the_patient(nlu, said, value):
-    assert statuses(nlu, said).get(value) != "positive", nlu.frames(said)
+    assert statuses(nlu, said, later=True).get(value) != "positive", nlu.frames(said)
 
 
 @pytest.mark.parametrize(("said", "onset"), [

@@ -171,9 +171,13 @@ class Found:
 class PhraseFinder:
     """Phrases -> keys, found with their ConText status. The pipeline is built on first use (about 3 s)."""
 
-    def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None):
+    def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None,
+                 spans: Callable[[str], list[tuple[int, int, str]]] | None = None):
         self._phrases = list(phrases)  # (phrase, key)
         self._words = words  # a single word -> key, for open sets no list spells out (generic drugs by INN stem)
+        # text -> (char start, char end, key): what a phrase list cannot spell (a colour said of a fluid, a number
+        # read off a meter); read by ConText like the phrases, and a listed phrase it overlaps gives way to it
+        self._spans = spans
 
     @cached_property
     def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher], dict[str, str]]:
@@ -209,6 +213,9 @@ class PhraseFinder:
                 found = [*exact(doc), *inflected(_stemmed(doc))]
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
+                spanned = self._span_matches(doc)
+                taken = {i for _, start, end in spanned for i in range(start, end)}
+                found = [m for m in found if not taken & set(range(m[1], m[2]))] + spanned
                 covered = {i for _, start, end in found for i in range(start, end)}
                 found += [m for m in self._word_matches(doc) if m[1] not in covered]  # a listed phrase wins
                 doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in found])
@@ -225,6 +232,16 @@ class PhraseFinder:
             out.append(Found(key, ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+    def _span_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
+        """``(label, start, end)`` of each span the ``spans`` function finds, labelled ``W:<key>``."""
+        if self._spans is None:
+            return []
+        out = []
+        for start, end, key in self._spans(doc.text):
+            if (span := doc.char_span(start, end, alignment_mode="expand")) is not None:
+                out.append((doc.vocab.strings.add(_WORD + key), span.start, span.end))
+        return out
 
     def _word_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         """``(label, start, end)`` of each token the ``words`` function gives a key, labelled ``W:<key>``."""

@@ -45,14 +45,26 @@ _SINCE = re.compile(
     r"\b(since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last (?:week|night|month|year)"
     r"|this morning|the weekend|christmas|[a-z]+ (?:ago)))\b"
 )
+_CLOCK = (r"(?:\d{1,2}(?:[:.]\d{2})?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|midnight|midday"
+          r"|noon)(?:\s*(?:o'clock|am|pm|a\.m\.|p\.m\.))?(?:\s+(?:in the (?:morning|afternoon|evening)|at night|"
+          r"last night|this morning|yesterday(?: morning| afternoon| evening)?))?")
+_HOUR = r"(?:\d{1,2}(?:[:.]\d{2})?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_DAY_PART = (r"(?:in the (?:morning|afternoon|evening)|at night|last night|this (?:morning|afternoon|evening)|"
+             r"yesterday(?: morning| afternoon| evening)?|(?:on )?(?:monday|tuesday|wednesday|thursday|friday|"
+             r"saturday|sunday)(?: morning| afternoon| evening| night)?)")
+_MEAL = (r"(?:breakfast|lunch|lunchtime|dinner|dinnertime|teatime|tea time|supper|suppertime|bedtime|midnight|midday|"
+         r"noon)")
+_SINCE_TIME = re.compile(
+    rf"\b(since (?:about |around |roughly |approximately |just after |just before |maybe )?(?:"
+    rf"{_HOUR}\s*(?:o'clock|am|pm|a\.m\.|p\.m\.)(?:\s+{_DAY_PART})?|{_HOUR}\s+{_DAY_PART}|{_MEAL}(?:\s+{_DAY_PART})?))"
+    rf"(?!\w)")
+"""An onset said as a time of day after "since" ("since about four this morning", "since lunchtime yesterday"): a
+bare number needs its o'clock or its part of the day ("since two" tells no time)."""
 _RELATIVE = re.compile(
     r"\b(?:started|began|came on|noticed it|start)\s+(?:on\s+|just\s+)?(yesterday|last night|this morning|"
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
 )
 
-_CLOCK = (r"(?:\d{1,2}(?:[:.]\d{2})?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|midnight|midday"
-          r"|noon)(?:\s*(?:o'clock|am|pm|a\.m\.|p\.m\.))?(?:\s+(?:in the (?:morning|afternoon|evening)|at night|"
-          r"last night|this morning|yesterday(?: morning| afternoon| evening)?))?")
 _CLOCK_ONSET = re.compile(
     rf"\b(?:started|began|came on|kicked in|woke me(?: up)?|happened|hit me)\s+(?:at\s+|around\s+|about\s+|"
     rf"at about\s+|at around\s+|just after\s+|just before\s+)({_CLOCK})\b")
@@ -255,6 +267,8 @@ def onset(text: str, asked: bool = False) -> str | None:
                 unit += "s"
             article = "an" if unit.startswith("hour") else "a"  # "an hour ago", not "a hour ago"
             return f"{article + ' ' + unit if n == '1' else n + ' ' + unit} ago"
+    if m := _SINCE_TIME.search(text):
+        return m.group(1)
     if m := _SINCE.search(text):
         return m.group(1)
     if m := _RELATIVE.search(text):

@@ -17,6 +17,7 @@ from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
+from policies.nlu.observations import finding, observed
 
 
 @dataclass
@@ -41,7 +42,8 @@ class MentionFinder:
     @cached_property
     def finder(self) -> PhraseFinder:
         self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
-        return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug)
+        return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug,
+                            spans=observed)
 
     @cached_property
     def _conditions(self) -> dict[str, str]:
@@ -53,8 +55,13 @@ class MentionFinder:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
         found, sents = self.finder.find(text)
         out = []
+        normal: set[tuple[int, str]] = set()  # (sentence, value) a normal reading denies ("my temp was 36.8")
         for f in found:
             base, value = self._terms.get(f.key) or ("medication", f.key.removeprefix(_DRUG))
+            if (seen := finding(f.key)) is not None:
+                base, value, is_normal = seen
+                if is_normal:
+                    normal.add((f.sent, value))
             if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
                 continue  # "I'm drinking litres of water": drinking, not alcohol
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
@@ -79,7 +86,11 @@ class MentionFinder:
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
                 status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
+            if (f.sent, value) in normal and finding(f.key) is not None and status == "positive":
+                status = "negative"
             out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
+        if normal:  # the reading is the verdict: "temperature" said beside a normal one names no fever
+            out = [m for m in out if (m.sent, m.value) not in normal or m.status == "negative"]
         return out, [attr.clean(s) for s in sents]
 
     def relation(self, sentence: str, before: int | None = None) -> str | None:

@@ -1,0 +1,169 @@
+"""What patients observe and measure, read as the finding it shows.
+
+Two things a phrase list cannot spell, because patients combine their own words freely:
+
+- **the colour of what comes out**: a fluid word and a blood colour in one clause ("my pee's gone pink", "phlegm
+  streaked red", "stools dark and tarry") is the bleeding of that site (haematuria, haemoptysis, haematemesis, rectal
+  bleeding; black or tarry stool is melaena). The fluids and colours are lists of words, combined by position, so
+  "wee that looks pinky-red" and "reddish urine" need no phrase of their own.
+- **a reading the patient quotes** from a meter or a thermometer ("sugars of 28", "temp 39.4", "the finger thing
+  said 88"): the abnormal finding by the published threshold (below). The unit is told by the number's range
+  (mmol/L or mg/dL, Celsius or Fahrenheit). A normal temperature is a denied fever (MediTOD annotates "it was normal"
+  so); other normal readings show nothing.
+
+Each finding is a span (:func:`observed`) with a key ``O:<slot type>:<value>[:normal]``; the mention finder reads it
+with medspaCy ConText like a listed phrase, so "my wee isn't red" denies it and "my dad's sugar was 20" is his. The
+span is the colour or the number: the words before it (a negation, a relative) govern it as they would a symptom.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "O:"
+NORMAL = ":normal"
+
+_GAP = r"(?:[\s-]+(?!(?:and|but|or|so|because|while)\b)[\w'’]+){0,5}?[\s-]+"
+"""Up to five words between a fluid and its colour, none of them a clause's joining word, no punctuation: "my wee
+has gone the colour of cola", not "my poo is normal but my eyes are red"."""
+
+_FLUIDS: dict[str, str] = {
+    # what comes out -> the words for it (lower case, regex alternation)
+    "urine": r"wee|wees|pee|pees|urine|piss|wee-wee",
+    "stool": r"poo|poos|poop|stools?|motions?|bowel movements?|faeces|feces|number twos?|diarrh(?:o)?ea",
+    "vomit": r"vomit|sick bowl|puke",
+    "sputum": r"phlegm|sputum|spit|mucus|snot|what i cough up|what i'm coughing up|what i bring up",
+}
+_RED = r"red|reddish|reddy|pink|pinky|pinkish|rosé|rose-coloured|rose-colored|bloody|blood-stained|bloodstained|" \
+       r"blood-streaked|blood-tinged|red-tinged|pink-tinged|streaked red|streaked pink|crimson|maroon|cola|coca-cola"
+_BLACK = r"black|tarry|tar-like|like tar|jet black|pitch black"
+_COFFEE = r"coffee grounds|coffee-grounds"
+
+_BLEEDING_OF: tuple[tuple[str, str, str], ...] = (
+    # (fluid, colours, the symptom value): NICE CKS Haematuria, Gastrointestinal bleeding (melaena is black, tarry
+    # stool; haematemesis may look like coffee grounds), Haemoptysis
+    ("urine", _RED, "hematuria"),
+    ("stool", _BLACK, "melena"),
+    ("stool", _RED, "rectal bleeding"),
+    ("vomit", f"{_RED}|{_COFFEE}", "hematemesis"),
+    ("sputum", _RED, "hemoptysis"),
+)
+
+
+def _colour_patterns() -> list[tuple[re.Pattern[str], str]]:
+    out = []
+    for fluid, colours, value in _BLEEDING_OF:
+        words = _FLUIDS[fluid]
+        # fluid first: "my pee was bright pink", "stools are dark and tarry" (the colour is the span)
+        out.append((re.compile(rf"\b(?:{words})(?:['’]s)?\b{_GAP}(?:(?:bright|dark|deep|light|pale|very|really|quite|"
+                               rf"a bit|kind of|sort of|all|(?:dark|black|red|sticky|runny) (?:and|&))\s+)?"
+                               rf"(?P<c>{colours})\b", re.I), value))
+        # colour first, next to it: "pink wee", "reddish urine", "blood-streaked phlegm" ("the red wine made me wee"
+        # is no colour of the wee)
+        out.append((re.compile(rf"\b(?P<c>{colours})\s+(?:{words})\b", re.I), value))
+    return out
+
+
+_COLOURS = _colour_patterns()
+
+# -- readings ---------------------------------------------------------------------------------------------------
+
+_NUMBER = r"(?P<n>\d{1,3}(?:\.\d{1,2})?)"
+_BEFORE_NUMBER = (r"(?:[\s,:-]+(?!(?:but|because|or)\b)[\w'’]+){0,6}?[\s,:-]+"
+                  r"(?:of\s+|at\s+|about\s+|around\s+|over\s+|above\s+|nearly\s+|almost\s+|under\s+|below\s+|to\s+)?")
+"""Up to six words between what was measured and the number ("my sugars were", "my oxygen on the finger thing said")."""
+_MEASURES: dict[str, str] = {
+    "glucose": r"(?:blood\s+)?(?:sugars?|glucose|bms?|bgs?|glucometer|glucose meter|sugar meter)",
+    "temperature": r"temperature|temp|thermometer",
+    "oxygen": r"oxygen|o2|sats|saturations?|oximeter|sat level|oxygen levels?",
+    "ketones": r"ketones?|ketone (?:strip|reading|level|meter)s?",
+}
+_NOT_A_READING = (r"(?!\s*(?:years?|days?|weeks?|months?|hours?|minutes?|times?|kg|stone|pounds?|lbs?|units?|"
+                  r"tablets?|mg\b))")
+"""A number counting something else ("my sugar's been up for 3 days", "I take 20 units")."""
+_READING = {kind: re.compile(rf"\b(?:{words})(?:['’]s)?\b{_BEFORE_NUMBER}{_NUMBER}\b{_NOT_A_READING}", re.I)
+            for kind, words in _MEASURES.items()}
+_METER_HIGH = re.compile(r"\b(?:meter|glucometer|monitor|sensor|libre|reading)\b(?:\s+\w+){0,3}?\s+"
+                         r"(?:says?|said|reads?|showed|shows|showing|displays?|displayed|flashing|flashed)\s+"
+                         r"(?:just\s+)?['\"‘“]?(?P<c>HI|LO|high|low)\b", re.I)
+_SUGAR_WORD = re.compile(r"\b(?:blood\s+)?(?:sugars?|glucose|bms?)\b(?:\s+(?:levels?|readings?))?\s+(?:is|are|was|were|"
+                         r"have been|has been|'s been|’s been|been|keep|keeps|running|gone|going|getting)\s+"
+                         r"(?:(?:really|very|so|too|way|super|extremely|dangerously|always|still)\s+)?"
+                         r"(?P<c>high|higher|low|lower|through the roof|sky high|sky-high)\b", re.I)
+"""A blood sugar said in words to be high or low ("my sugars have been really high"); "a bit high" is no finding."""
+_KETONE_WORD = re.compile(r"\bketones?\b(?:\s+(?:levels?|readings?|strips?))?\s+(?:is|are|was|were|have been|has been|"
+                          r"'s been|’s been|been|came up|came back|showed|show|went|turned|gone)\s+(?:\w+\s+)?"
+                          r"(?P<c>high|raised|positive|up|purple|dark purple)\b", re.I)
+
+
+def _glucose(n: float) -> str | None:
+    """NICE NG17/NG18 and NICE CKS Hypoglycaemia: blood glucose above 11 mmol/L (200 mg/dL) is hyperglycaemia (DKA's
+    threshold), below 4 mmol/L (70 mg/dL) hypoglycaemia. Under 35 is mmol/L, 40 and over mg/dL (US meters)."""
+    if n < 35:
+        return "hyperglycemia" if n > 11 else "hypoglycemia" if n < 4 else None
+    if n >= 40:
+        return "hyperglycemia" if n >= 200 else "hypoglycemia" if n < 70 else None
+    return None
+
+
+def _temperature(n: float) -> str | None:
+    """NICE NG143 / NICE CKS Fever: 38 C (100.4 F) and above is a fever; below 37.5 C (99.5 F) is none."""
+    if 30 <= n <= 45:
+        return "fever" if n >= 38 else "fever" + NORMAL if n < 37.5 else None
+    if 90 <= n <= 110:
+        return "fever" if n >= 100.4 else "fever" + NORMAL if n < 99.5 else None
+    return None
+
+
+def _oxygen(n: float) -> str | None:
+    """BTS guideline for oxygen use in adults (2017): an oxygen saturation below 92% is hypoxaemia in a patient not
+    known to retain CO2; 92% and over shows nothing here."""
+    return "hypoxemia" if 50 <= n < 92 else None
+
+
+def _ketones(n: float) -> str | None:
+    """NICE NG17/NG18 (Joint British Diabetes Societies): blood ketones of 1.5 mmol/L and over are raised (3 and over
+    with hyperglycaemia is DKA)."""
+    return "ketosis" if 1.5 <= n < 10 else None
+
+
+_VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones}
+
+
+def observed(text: str) -> list[tuple[int, int, str]]:
+    """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
+    out: list[tuple[int, int, str]] = []
+    for pattern, value in _COLOURS:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
+    for kind, pattern in _READING.items():
+        for m in pattern.finditer(text):
+            if (value := _VERDICT[kind](float(m.group("n")))) is not None:
+                out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
+    for m in _METER_HIGH.finditer(text):
+        value = "hyperglycemia" if m.group("c").lower() in ("hi", "high") else "hypoglycemia"
+        out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
+    for m in _SUGAR_WORD.finditer(text):
+        value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
+        out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    return _first_of_overlapping(out)
+
+
+def _first_of_overlapping(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """One finding a stretch of text: of overlapping spans the earlier pattern's (a black stool is melaena before a
+    red one is rectal bleeding)."""
+    kept: list[tuple[int, int, str]] = []
+    for s in spans:
+        if not any(s[0] < k[1] and k[0] < s[1] for k in kept):
+            kept.append(s)
+    return sorted(kept)
+
+
+def finding(key: str) -> tuple[str, str, bool] | None:
+    """``(slot type, value, normal)`` of an observation key, else None (not an observation)."""
+    if not key.startswith(PREFIX):
+        return None
+    body = key.removeprefix(PREFIX)
+    normal = body.endswith(NORMAL)
+    base, value = body.removesuffix(NORMAL).split(":", 1)
+    return base, value, normal

@@ -277,3 +277,35 @@ def test_a_relative_named_in_a_reply_owns_the_asked_illness_and_a_guardian_keeps
     session = talk(store, "I'm ringing about my grandad, he's been really drowsy and hot since this morning.",
                    "I'm asthmatic myself, but he's never had any chest trouble.")
     assert status_of(session.state().patient_state, "medical_history", "asthma") is None, session.state().patient_state
+
+
+@pytest.mark.parametrize(("said", "denied", "had"), [
+    ("I didn't eat anything yesterday and kept throwing up all night.", None, ("symptom", "vomiting")),
+    ("I don't smoke and have been coughing up green stuff.", ("habit", "smoking"), ("symptom", "coughing")),
+    ("I've not had a temperature and am getting these awful night sweats.", ("symptom", "fever"),
+     ("symptom", "night sweats")),
+])
+def test_a_denial_ends_where_a_new_predicate_begins(store, said, denied, had):
+    """"and kept ...", "and have been ...", "and am getting ...": the patient goes on to say what does happen (the
+    subject left out, as people do); the negation before it does not reach it."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, *had) == "positive", state
+    if denied:
+        assert status_of(state, *denied) == "negative", state
+
+
+def test_a_list_of_denials_stays_denied(store):
+    state = talk(store, "I haven't had any cough and haven't been wheezy either.").state().patient_state
+    assert status_of(state, "symptom", "coughing") == "negative", state
+    assert status_of(state, "symptom", "wheezing") == "negative", state
+
+
+@pytest.mark.parametrize("said", [
+    "Since this morning my grandad doesn't know where he is and keeps trying to get out of bed.",
+    "Out of nowhere today my wife didn't recognise our son and thought it was 1985.",
+])
+def test_lost_orientation_or_recognition_is_new_confusion_not_its_denial(store, said):
+    """Not knowing where one is, or not recognising a close relative, is disorientation (NICE CKS Delirium): the
+    complaint itself, not a denial and not the hedge "I don't know"."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert "new_confusion" in flags, flags

@@ -32,6 +32,7 @@ out of the cue so the historical cue "years ago" that follows still reads."""
 
 LOST_FUNCTIONS = frozenset("""move moving moved work working worked lift lifting grip gripping hold holding respond
 responding obey obeying cooperate co-operate coming come form forming making make bear straighten straightening
+recognise recognised recognising recognize recognized recognizing
 """.split())
 """Verbs of what a part or a person does: negated, they say a loss of function ("my hand won't grip", "the words
 aren't coming out"), which is the complaint and no denial of it."""
@@ -105,6 +106,30 @@ def conversation_rules() -> list[Any]:
     # comma or "and" ends it.
     rules.append(ConTextRule("new clause", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": [",", ";", "and", "so"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"IN": CLAUSE_SUBJECTS}}]))
+    # A new predicate with its subject left out ends a denial too: "I didn't eat and kept throwing up", "I don't smoke
+    # and have been coughing up phlegm", "no temperature, and am getting night sweats" (a verb that goes on, or an
+    # auxiliary with a verb in -ing, after "and" or a comma). "no cough and haven't been wheezy" keeps its own cue.
+    rules.append(ConTextRule("and kept", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";", "and"]}}, {"LOWER": "and", "OP": "?"},
+        {"LOWER": {"IN": ["have", "has", "had", "'ve", "’ve", "am", "'m", "’m", "is", "was", "were", "been"]},
+         "OP": "?"}, {"LOWER": "been", "OP": "?"}, {"LOWER": {"IN": ["still", "now", "also", "just"]}, "OP": "?"},
+        {"LOWER": {"IN": CONTINUING_VERBS}}]))
+    rules.append(ConTextRule("and am getting", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";", "and"]}}, {"LOWER": "and", "OP": "?"},
+        {"LOWER": {"IN": ["have", "has", "had", "'ve", "’ve", "am", "'m", "’m", "is", "was", "were"]}},
+        {"LOWER": "been", "OP": "?"}, {"LOWER": {"IN": ["still", "now", "also", "just", "really", "constantly"]},
+                                      "OP": "?"},
+        {"LOWER": {"REGEX": r"^[a-z]{3,}ing$", "NOT_IN": ["nothing", "anything", "something", "everything"]}}]))
+    # "she doesn't know where she is", "he didn't know what year it was": not knowing where, who or when one is, is
+    # disorientation (NICE CKS Delirium), not the hedge "I don't know" nor a denial of what follows.
+    rules.append(ConTextRule("doesn't know where", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["do", "does", "did", "could", "ca", "can"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}},
+        {"LOWER": {"IN": ["know", "tell", "say", "remember"]}},
+        {"LOWER": {"IN": ["where", "who", "what", "which", "when"]}}]))
+    rules.append(ConTextRule("don't know where", "POSSIBLE_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["do", "does", "did", "could", "ca", "can"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}},
+        {"LOWER": {"IN": ["know", "tell", "say", "remember"]}},
+        {"LOWER": {"IN": ["where", "who", "what", "which", "when"]}}]))
     # "My hearing's fine", "swallowing is normal", "I can breathe fine": a verdict after the mention denies it (the
     # one backward cue: three tokens, so "I feel fine in myself" denies nothing said before).
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
@@ -143,6 +168,11 @@ def near_misses(phrases: Iterable[str]) -> list[str]:
 CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "they", "he", "she", "we", "today", "now",
                    "yesterday", "this", "then", "since"]
 """Words that start a new clause after a comma or "and" (spaCy splits "I've" into "I" and "'ve")."""
+
+CONTINUING_VERBS = ["keep", "keeps", "kept", "keeping", "started", "start", "starts", "starting", "began", "begun",
+                    "ended", "end", "ends", "get", "gets", "got", "getting", "feel", "feels", "felt"]
+"""Verbs that open a new predicate with its subject left out ("... and kept being sick", "... and now get chest
+pain"): what follows them is said to happen."""
 
 KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
 father-in-law mother-in-law""".split())
@@ -505,6 +535,10 @@ grandma grandmother granny nan nana grandad grandfather grandpa brother sister t
 _BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
 granny grandpa aunt uncle cousin""".split())
 _FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
+_TIME_LEAD_IN = frozenset("""since from over for in during this last past today yesterday tonight overnight earlier
+morning afternoon evening night out of nowhere suddenly all a sudden just about around an hour hours ago few couple
+days week weeks the""".split())
+"""Words of a time said before the relative a guardian speaks for ("Since this morning my grandad ...")."""
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
 _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
                           r"|years ago|used to|runs in|history of|when (?:he|she) was|for (?:many )?years|for ages"
@@ -559,6 +593,11 @@ def proxy_subject(text: str) -> str | None:
     i = 0
     while i < len(words) and words[i] in _FILLERS:
         i += 1
+    lead = i  # "Since this morning my grandad ...", "Out of nowhere today my wife ...": when, then who
+    while lead < len(words) and lead - i < 8 and words[lead] in _TIME_LEAD_IN:
+        lead += 1
+    if lead < len(words) and words[lead] == "my":
+        i = lead
     if i < len(words) and words[i] == "my":
         i += 1
     while i + 1 < len(words) and words[i] in _KIN_MODIFIERS:

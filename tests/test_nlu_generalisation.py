@@ -132,6 +132,24 @@ def test_a_statement_about_a_habit_is_no_yes_to_the_asked_symptoms(store):
     assert status_of(after, "habit", "alcohol abuse") == "positive", after
 
 
+@pytest.mark.parametrize(("reply", "answers"), [
+    ("I haven't told anyone about any of this, not even my partner.", False),
+    ("I didn't want to bother anybody with it.", False),
+    ("I haven't, no.", True),
+    ("I haven't had anything like that.", True),
+    ("I don't, not really.", True),
+])
+def test_an_answer_opener_followed_by_another_verb_answers_nothing(nlu_for_state, reply, answers):
+    """"I haven't told anyone" opens like a no but says something else: the asked items stay unanswered; "I
+    haven't, no" and "I haven't had anything like that" answer."""
+    asked = [{"action": "inquire", "medical_history": [{"value": "suicidal ideation"}, {"value": "self-harm"}]}]
+    doctor = "Have you had thoughts of ending your life in the past, or ever harmed yourself?"
+    slots = nlu_for_state.frames(reply, asked, {"positive_symptom": [{"value": "low mood"}]}, doctor)[0].get(
+        "slots") or {}
+    denied = {it["value"] for it in slots.get("negative_medical_history") or []}
+    assert (denied >= {"suicidal ideation", "self-harm"}) is answers, (reply, slots)
+
+
 def test_a_no_answers_only_the_current_question(store):
     session = talk(store, "I've been coughing for two weeks.")
     earlier = {(b, it["value"]) for t in session.state().turns if t.speaker == "doctor"

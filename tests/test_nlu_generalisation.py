@@ -97,6 +97,17 @@ def nlu_for_state():
     return ClinicalNLU()
 
 
+def test_wishing_oneself_absent_is_suicidal_ideation_and_its_denial_is_not(store):
+    """The C-SSRS "wish to be dead" said as a counterfactual ("things would be simpler if I weren't around"): passive
+    suicidal ideation, raised; denied, nothing."""
+    flags = {f["id"] for f in talk(store, "Lately I catch myself thinking things would be simpler if I weren't "
+                                          "around.").state().red_flags}
+    assert "suicidal_ideation" in flags, flags
+    flags = {f["id"] for f in talk(store, "I've had a cough for a week.",
+                                   "I've never once thought it would be better if I was gone.").state().red_flags}
+    assert "suicidal_ideation" not in flags, flags
+
+
 def test_a_denied_red_flag_is_not_raised(store):
     session = talk(store, "I've had a cough for a week. No blood in it, and I've never fainted.")
     assert {f["id"] for f in session.state().red_flags} & {"hemoptysis", "syncope"} == set()

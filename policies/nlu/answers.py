@@ -97,6 +97,23 @@ _ADVERB_OPENING = re.compile(r"^(?:sometimes|occasionally|now and then|every now
 get a twinge"): a frequency adverb of that statement, no yes to the asked items."""
 
 
+_AUXILIARY_OPENER = re.compile(r"(?:i\s+)?(?:have|haven't|have not|do|don't|do not|did|didn't|did not|am|i'm not)",
+                               re.I)
+"""An answer that opens with an auxiliary ("I haven't", "I do", "didn't"): a yes or no only when nothing or the
+question's own kind of verb follows."""
+_FIRST_WORD = re.compile(r"\s+([a-z']+)")
+_ANSWER_GOES_ON = frozenset("""had been got gotten noticed seen felt experienced get have feel notice see think
+believe really ever actually honestly personally any anything that it them one no not a an much many lately recently
+at all either too since before yet always usually sometimes now still nothing neither never so as far much often
+smoked smoke drunk drank drink drinking smoking taken take taking used use using tried try done do suffered suffer
+gone go travelled traveled been had lost gained changed started stopped eaten slept needed need know remember recall
+particularly especially currently normally generally regularly every each quite fully properly checked check
+checking measured measure tested test weighed""".split())
+"""Words that may follow an auxiliary opener in a real yes or no ("I haven't had any", "I don't smoke", "I have,
+lately"): a question's own verbs (having, noticing, taking, using, going) and the adverbs and determiners of a
+reply; any other verb after the opener tells something else ("I haven't told anyone", "I do want to get better")."""
+
+
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -116,6 +133,9 @@ class AnswerReader:
                 if re.match(rf"{re.escape(phrase)}(?![\w'])", t) and (best is None or len(phrase) > best[0]):
                     best = (len(phrase), kind)
         if best:
+            rest = _FIRST_WORD.match(t[best[0]:])
+            if _AUXILIARY_OPENER.fullmatch(t[:best[0]]) and rest and rest.group(1) not in _ANSWER_GOES_ON:
+                return None  # "I haven't told anyone": another verb after the opener says something else
             return best[1]
         head = " ".join(t.split()[:6])
         for kind in ("unsure", "deny"):

@@ -117,3 +117,24 @@ def test_tarry_stools_said_by_colour_raise_the_gi_bleeding_flag(store):
     session = talk(store, "Since yesterday my poo has come out black and sticky, and I feel washed out.")
     flags = {f["id"] for f in session.state().red_flags}
     assert "gastrointestinal_bleeding" in flags, flags
+
+
+@pytest.mark.parametrize("said", [
+    "I reckon I picked this bug up from my daughter, she had it last week.",
+    "There's something going round at work, three of my team have had it.",
+    "My flatmate had exactly the same symptoms a few days before me.",
+])
+def test_someone_else_ill_with_the_same_is_a_sick_contact(nlu, said):
+    """Contagion as patients tell it (caught it off someone, the same thing, going round): exposure to a sick person
+    (MediTOD's `sick person`), whoever the other person is."""
+    frames = nlu.frames(said, state={"positive_symptom": [{"value": "coughing"}]})
+    exposures = {it["value"]: cmas.split_slot_name(name)[0] for f in frames
+                 for name, items in (f.get("slots") or {}).items() if name.endswith("_exposure") for it in items}
+    assert exposures.get("sick person") == "positive", frames
+
+
+def test_nobody_else_ill_denies_a_sick_contact(nlu):
+    frames = nlu.frames("Nobody else at home has been ill with it.", state={"positive_symptom": [{"value": "coughing"}]})
+    exposures = {it["value"]: cmas.split_slot_name(name)[0] for f in frames
+                 for name, items in (f.get("slots") or {}).items() if name.endswith("_exposure") for it in items}
+    assert exposures.get("sick person") != "positive", frames

@@ -130,6 +130,36 @@ def _ketones(n: float) -> str | None:
 _VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones}
 
 
+# -- someone else ill -------------------------------------------------------------------------------------------
+
+_ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|"
+            r"it|this)")
+_WHO = r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery)"
+_AFTER_SAME = (r"(?=\s*(?:[.,;!?]|$|(?:but|and|as|a|too|last|over|before|recently|earlier|then|when|which|that|"
+               r"about|around|few|couple|week|weeks|days?|ago|now)\b))")
+_CONTAGION = (
+    # "picked this bug up from my daughter", "caught a cold off my little boy"
+    re.compile(rf"\b(?P<c>(?:caught|catch|catching|picked up|pick up|picked\s+(?:\w+\s+){{1,2}}up)"
+               rf"(?:\s+(?:it|this|that|a|the|my|\w+))?(?:\s+{_ILLNESS})?\s+(?:off|from)\s+{_WHO})\b", re.I),
+    # "got it from someone at work", "got this cough off my husband" (the thing got is an illness)
+    re.compile(rf"\b(?P<c>(?:got|get|getting|gotten)\s+(?:(?:a|the|this|that|my)\s+)?{_ILLNESS}\s+(?:off|from)\s+"
+               rf"{_WHO})\b", re.I),
+    # "my flatmate had exactly the same symptoms", "the kids have had the same thing" (someone else: not "I have
+    # the same pain", not "the same carpets")
+    re.compile(rf"(?<!\bi )(?<!\bi've )(?<!\bwe )(?<!\bwe've )(?<!\bi’ve )(?<!\bwe’ve )\b(?P<c>(?:had|has|have|got|"
+               rf"gotten|having)\s+(?:exactly\s+|just\s+|pretty much\s+)?the same(?:\s+{_ILLNESS}{_AFTER_SAME}|"
+               rf"{_AFTER_SAME}))", re.I),
+    # "there's something going round at work", "a bug doing the rounds"
+    re.compile(r"\b(?P<c>going (?:a)?round|doing the rounds|going about)\b", re.I),
+    # "half my class has been off with something", "everyone at work has had it"
+    re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|a bug|flu|a cold|"
+               r"this)))\b", re.I),
+)
+"""Someone else ill with it, as patients tell it (NICE CKS and the OSCE history guides ask about unwell contacts):
+caught off or from someone, someone who had the same, an illness going round, others off sick. Recorded as MediTOD's
+exposure to a sick person; the span is the telling words, so "nobody else has had the same" is denied by ConText."""
+
+
 def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
@@ -146,6 +176,8 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    for pattern in _CONTAGION:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}exposure:sick person") for m in pattern.finditer(text)]
     return _first_of_overlapping(out)
 
 

@@ -197,6 +197,20 @@ def test_an_inability_and_a_leading_no_do_not_negate_what_follows(store):
     assert status_of(state, "medical_history", "diabetes mellitus") == "positive", state
 
 
+def test_a_pain_denied_in_one_place_leaves_the_pain_elsewhere(store):
+    """"No pain in my back" denies a pain there, not the belly pain the patient came with: the denied pain keeps its
+    place, and the complaint stays positive."""
+    session = talk(store, "I've had a nasty ache low down in my belly since the weekend.",
+                   "I haven't got any pain in my back though.")
+    pains = [(status, it) for status, it in cmas.slot_items(session.state().patient_state, "symptom")
+             if it.get("value") == "pain"]
+    assert ("positive", "abdomen") in {(status, loc) for status, it in pains for loc in it.get("location") or []}, pains
+    state = talk(store, "My chest has been wheezy for a week.", "There's no pain in my knees at all.").state()
+    denied = [it for status, it in cmas.slot_items(state.patient_state, "symptom")
+              if status == "negative" and it.get("value") == "pain"]
+    assert denied and all(it.get("location") for it in denied), state.patient_state
+
+
 def test_a_hedge_is_not_a_negation(store):
     state = talk(store, "I think I've been a bit more tired than usual.").state().patient_state
     assert status_of(state, "symptom", "fatigue") == "positive", state

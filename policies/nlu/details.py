@@ -172,6 +172,18 @@ class DetailReader:
                 last_symptoms = symptoms
             for m in here:
                 self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
+            self.place_of_denied(frame, here, part, sentence)
+
+    def place_of_denied(self, frame: Frame, here: list[Mention], part: dict[int, str], sentence: str) -> None:
+        """ "No pain in my back": a denied pain (or other placed symptom) is denied where its own words place it, so
+        the belly pain the patient came with is not denied with it; MediTOD records the place of a denied pain too."""
+        for m in here:
+            if m.base != "symptom" or m.status != "negative" or not self.locatable(m.value):
+                continue
+            said = [x for x in attr.places(part.get(id(m), sentence), self.lexicon.locations, self.lexicon.sided)
+                    if x not in m.value]
+            if said:
+                set_attr(frame.item("symptom", m.value, mention_status(m)), "location", said)
 
     @staticmethod
     def name_angioedema(frame: Frame, mentions: list[Mention]) -> None:

@@ -134,7 +134,8 @@ def test_someone_else_ill_with_the_same_is_a_sick_contact(nlu, said):
 
 
 def test_nobody_else_ill_denies_a_sick_contact(nlu):
-    frames = nlu.frames("Nobody else at home has been ill with it.", state={"positive_symptom": [{"value": "coughing"}]})
+    frames = nlu.frames("Nobody else at home has been ill with it.",
+                        state={"positive_symptom": [{"value": "coughing"}]})
     exposures = {it["value"]: cmas.split_slot_name(name)[0] for f in frames
                  for name, items in (f.get("slots") or {}).items() if name.endswith("_exposure") for it in items}
     assert exposures.get("sick person") != "positive", frames

@@ -139,3 +139,25 @@ def test_nobody_else_ill_denies_a_sick_contact(nlu):
     exposures = {it["value"]: cmas.split_slot_name(name)[0] for f in frames
                  for name, items in (f.get("slots") or {}).items() if name.endswith("_exposure") for it in items}
     assert exposures.get("sick person") != "positive", frames
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("Most nights I'm up two or three times for a pee.", "nocturia"),
+    ("I wake up in the night needing the loo, four or five times.", "nocturia"),
+    ("I need to go about every twenty minutes during the day.", "urinary frequency"),
+    ("I'm back and forth to the loo every hour.", "urinary frequency"),
+    ("It takes forever for my wee to get started.", "urinary hesitancy"),
+    ("My pee looks murky.", "cloudy urine"),
+])
+def test_lower_urinary_tract_symptoms_in_plain_words(nlu, said, value):
+    """NICE CKS LUTS (storage and voiding symptoms) as patients say them: "to go" and "the loo" are passing urine."""
+    assert statuses(nlu, said, later=True).get(value) == "positive", nlu.frames(said)
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("I don't have to get up at night to wee.", "nocturia"),
+    ("I get up twice a night to feed the baby.", "nocturia"),
+    ("I have to go every week to the clinic for my dressing.", "urinary frequency"),
+])
+def test_no_urinary_symptom_where_none_is_said(nlu, said, value):
+    assert statuses(nlu, said, later=True).get(value) != "positive", nlu.frames(said)

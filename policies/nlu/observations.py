@@ -47,6 +47,8 @@ _BLEEDING_OF: tuple[tuple[str, str, str], ...] = (
     ("stool", _RED, "rectal bleeding"),
     ("vomit", f"{_RED}|{_COFFEE}", "hematemesis"),
     ("sputum", _RED, "hemoptysis"),
+    # not a bleeding, read the same way: NICE CKS UTI (cloudy urine)
+    ("urine", r"cloudy|murky|milky|turbid", "cloudy urine"),
 )
 
 
@@ -160,6 +162,36 @@ caught off or from someone, someone who had the same, an illness going round, ot
 exposure to a sick person; the span is the telling words, so "nobody else has had the same" is denied by ConText."""
 
 
+# -- passing urine ----------------------------------------------------------------------------------------------
+
+_VOID = (r"(?:wee|wees|pee|pees|a wee|a pee|go|(?:use |go to )?the (?:toilet|loo|bathroom|washroom|restroom|lav|"
+         r"lavatory)|pass water|passing water|urinate|pass urine)")
+"""Passing urine as patients say it: "to go", "for a pee", "the loo" (in a history, getting up at night to go, or
+having to go every hour, is passing urine)."""
+_TO_VOID = rf"(?:to|for|needing|need|wanting|want)\s+{_VOID}\b"
+_NIGHT = (r"(?:(?:a|at|in the|every|each|during the|through the)\s+night(?:[- ]?time)?|nightly|overnight|at nights|"
+          r"night[- ]?time)")
+_OFTEN = (r"every\s+(?:half (?:an )?hour|hour|(?:couple|few) (?:of )?(?:hours|minutes)|\d+\s+minutes|"
+          r"(?:five|ten|fifteen|twenty|thirty|forty) minutes|hour or (?:so|two))|all the time|constantly|non-?stop")
+_LUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # NICE CKS LUTS in men / Urinary incontinence in women: storage symptoms
+    # "up two or three times a night for a pee", "I wake up in the night needing the loo"
+    (re.compile(rf"\b(?P<c>(?:up|get up|getting up|got up|wake up|waking up|woken up|wake|waking|woke)\b"
+                rf"[^.;!?]{{0,40}}?\b{_NIGHT}\b[^.;!?]{{0,30}}?\b{_TO_VOID}|"
+                rf"(?:up|get up|getting up|wake up|waking up|woken up)\b"
+                rf"[^.;!?]{{0,30}}?\b{_TO_VOID}[^.;!?]{{0,30}}?\b{_NIGHT}|\bnights?\b[^.;!?]{{0,25}}?\b"
+                rf"(?:up|get up|getting up|wake up|waking up)\b[^.;!?]{{0,30}}?\b{_TO_VOID})", re.I), "nocturia"),
+    # "I need to go every twenty minutes", "back and forth to the loo every hour"
+    (re.compile(rf"\b(?P<c>(?:{_TO_VOID}|(?:to|back and forth to|up and down to|running to|in and out of)\s+"
+                rf"(?:the )?(?:toilet|loo|bathroom|lav))\s+(?:about\s+|around\s+|roughly\s+|nearly\s+|almost\s+)?"
+                rf"(?:{_OFTEN}))\b", re.I), "urinary frequency"),
+    # voiding: "it takes forever for my wee to get started" (hesitancy)
+    (re.compile(r"\b(?P<c>(?:takes?|taking|took)\s+(?:ages|forever|a while|a long time|time)\s+(?:for\s+(?:my|the)\s+"
+                r"(?:wee|pee|urine|stream|flow)\s+)?to\s+(?:get\s+(?:it\s+)?(?:started|going)|start|come|flow))",
+                re.I), "urinary hesitancy"),
+)
+
+
 def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
@@ -176,6 +208,8 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    for pattern, value in _LUTS:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     for pattern in _CONTAGION:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}exposure:sick person") for m in pattern.finditer(text)]
     return _first_of_overlapping(out)

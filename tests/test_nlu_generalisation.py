@@ -42,6 +42,12 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("I get up four or five times every night to pass water.", "symptom", "nocturia"),
     ("I'm on about six mugs of coffee a day.", "habit", "regular coffee tea"),
     ("I have ringing in both ears all the time.", "symptom", "tinnitus"),
+    # medicines patients name by their brand (drug classes with their ATC code, configs/vocabulary/drug_classes.yaml)
+    ("I've been chewing Rennies and taking Peptac for the heartburn.", "medication", "antacid"),
+    ("I put Doublebase on my dry skin every day.", "medication", "emollient"),
+    ("I keep a Nitrolingual spray for when my angina comes on.", "medication", "vasodilators"),
+    ("I took some Otrivine for my blocked nose.", "medication", "nasal decongestant"),
+    ("I need senna most nights to keep my bowels going.", "medication", "laxative"),
 ])
 def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
     state = talk(store, said).state().patient_state

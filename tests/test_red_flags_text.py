@@ -176,3 +176,24 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     assert "stroke_signs" in {f.id for f in check_text_flags(said)}, said
     lasting = "For a year or so I've had tingling and numbness in my thumb and fingers, mostly at night."
     assert "stroke_signs" not in {f.id for f in check_text_flags(lasting)}
+
+
+@pytest.mark.parametrize("said", [
+    "I get these awful urges to smother my newborn and it terrifies me.",
+    "I keep picturing myself stabbing my flatmate.",
+    "Honestly I'm frightened I could shake the baby when she won't stop crying.",
+])
+def test_a_thought_of_harming_another_person_raises_harm_to_others(said):
+    """A thought, urge or fear of harming another person (NICE NG10; NICE CG192 asks every new mother about thoughts
+    of harming the baby), said in any of the ways a harm verb and a person combine: the rule's pattern, not a phrase
+    list."""
+    assert "harm_to_others" in {f.id for f in check_text_flags(said)}
+
+
+@pytest.mark.parametrize("said", [
+    "I'd never hurt my kids, I'm just exhausted.",
+    "I'm worried I might hurt her feelings if I say no.",
+    "I'm scared of hurting my back again lifting the twins.",
+])
+def test_a_harm_word_about_something_else_raises_no_harm_to_others(said):
+    assert "harm_to_others" not in {f.id for f in check_text_flags(said)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -105,6 +105,7 @@ class Rule:
     near_miss_ignored: bool = False  # "I nearly fainted" is no faint: a near miss of its phrases raises nothing
     context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
     recall_first: bool = False  # a risk to life the patient may only hint at: raised as "possible" on less similarity
+    patterns: tuple[re.Pattern[str], ...] = ()  # word combinations no phrase list spells (a harm verb and a person)
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         recall_first = r.get("recall_first", False)
         if not isinstance(recall_first, bool):
             raise RuleError(f"{where}: 'recall_first' must be true or false")
+        patterns = _patterns(r.get("patterns"), f"{where}: 'patterns'")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -281,11 +283,13 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 context=context,
                 near_miss_ignored=near,
                 recall_first=recall_first,
+                patterns=patterns,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
     near = [(p, NEAR_MISS + r.id) for r in rules if r.near_miss_ignored for p in near_misses(r.phrases)]
-    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near])
+    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near],
+                          spans=_pattern_spans(rules))
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
     history = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary_history"), f"{path}: 'ordinary_history'"))
@@ -294,7 +298,33 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first"}
+              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns"}
+
+
+def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
+    """A rule's ``patterns``: regular expressions (case-insensitive) for word combinations a phrase list cannot spell.
+    The span a pattern's group ``c`` covers (else the whole match) is what ConText reads: the words before it (a
+    negation, a relative) govern it as they would a phrase."""
+    out = []
+    for i, text in enumerate(_texts(raw, where)):
+        try:
+            out.append(re.compile(text, re.I))
+        except re.error as e:
+            raise RuleError(f"{where}.{i}: not a regular expression ({e})") from e
+    return tuple(out)
+
+
+def _pattern_spans(rules: list[Rule]) -> Callable[[str], list[tuple[int, int, str]]]:
+    """The PhraseFinder ``spans`` of the rules' patterns: ``(start, end, rule id)``."""
+    def spans(text: str) -> list[tuple[int, int, str]]:
+        out = []
+        for rule in rules:
+            for pattern in rule.patterns:
+                for m in pattern.finditer(text):
+                    group = "c" if "c" in pattern.groupindex else 0
+                    out.append((m.start(group), m.end(group), rule.id))
+        return out
+    return spans
 
 
 def _context(raw: object, where: str) -> Context | None:

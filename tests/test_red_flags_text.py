@@ -197,3 +197,13 @@ def test_a_thought_of_harming_another_person_raises_harm_to_others(said):
 ])
 def test_a_harm_word_about_something_else_raises_no_harm_to_others(said):
     assert "harm_to_others" not in {f.id for f in check_text_flags(said)}
+
+
+def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest():
+    """Orthopnoea and breathlessness on exertion are what a history of heart failure or COPD is about (NICE CKS
+    Heart failure, Breathlessness): asked about, not the emergency of breathlessness at rest, which still fires."""
+    for said in ("I have to sleep sitting up on a pile of pillows, lying down I just can't get my breath.",
+                 "Going up a hill I can't get my breath and have to stop halfway."):
+        assert "severe_dyspnea" not in {f.id for f in check_text_flags(said)}, said
+    at_rest = {f.id: f.level for f in check_text_flags("I can't get my breath at all, even sitting still in the chair.")}
+    assert at_rest.get("severe_dyspnea") == "emergency", at_rest

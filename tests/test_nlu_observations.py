@@ -161,3 +161,16 @@ def test_lower_urinary_tract_symptoms_in_plain_words(nlu, said, value):
 ])
 def test_no_urinary_symptom_where_none_is_said(nlu, said, value):
     assert statuses(nlu, said, later=True).get(value) != "positive", nlu.frames(said)
+
+
+@pytest.mark.parametrize("said", ["Everyone keeps telling me I look pale.", "I went white as a ghost in the shop."])
+def test_looking_pale_is_pallor(nlu, said):
+    assert statuses(nlu, said, later=True).get("pallor") == "positive", nlu.frames(said)
+
+
+@pytest.mark.parametrize("said", ["The belly ache comes on in waves.", "It's a colicky sort of tummy pain."])
+def test_a_pain_in_waves_is_colicky(nlu, said):
+    """NICE CKS Renal colic / Abdominal pain: a pain that comes in waves is colicky, its character."""
+    items = [it for f in nlu.frames(said) for name, its in (f.get("slots") or {}).items() for it in its
+             if name == "positive_symptom"]
+    assert any("colicky" in (it.get("positive_characteristics") or []) for it in items), items

@@ -48,6 +48,9 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("I keep a Nitrolingual spray for when my angina comes on.", "medication", "vasodilators"),
     ("I took some Otrivine for my blocked nose.", "medication", "nasal decongestant"),
     ("I need senna most nights to keep my bowels going.", "medication", "laxative"),
+    ("I've been ever so thirsty since the weekend.", "symptom", "polydipsia"),
+    ("On top of that I've been so thirsty.", "symptom", "polydipsia"),
+    ("There was some blood in the sick this morning.", "symptom", "hematemesis"),
 ])
 def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
     state = talk(store, said).state().patient_state
@@ -165,6 +168,22 @@ def test_an_answer_opener_followed_by_another_verb_answers_nothing(nlu_for_state
         "slots") or {}
     denied = {it["value"] for it in slots.get("negative_medical_history") or []}
     assert (denied >= {"suicidal ideation", "self-harm"}) is answers, (reply, slots)
+
+
+@pytest.mark.parametrize(("reply", "answers"), [
+    ("No, there was no blood when I threw up.", False),
+    ("No, no thirst at all.", True),
+])
+def test_a_no_followed_by_another_denied_thing_answers_only_that(nlu_for_state, reply, answers):
+    """"No, there was no blood when I threw up" to "any passing more urine, great thirst or a stiff neck?" denies the
+    blood; the asked items stay unanswered. "No, no thirst at all" repeats the question's word: it answers."""
+    asked = [{"action": "inquire", "symptom": [{"value": "polyuria"}, {"value": "polydipsia"},
+                                               {"value": "neck stiffness"}]}]
+    doctor = "Have you had any increase in how much urine you pass, excessive thirst or neck stiffness?"
+    slots = nlu_for_state.frames(reply, asked, {"positive_symptom": [{"value": "vomiting"}]}, doctor)[0].get(
+        "slots") or {}
+    denied = {it["value"] for it in slots.get("negative_symptom") or []}
+    assert ("polyuria" in denied) is answers, (reply, slots)
 
 
 def test_a_no_answers_only_the_current_question(store):

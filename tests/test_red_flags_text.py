@@ -205,5 +205,6 @@ def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest(
     for said in ("I have to sleep sitting up on a pile of pillows, lying down I just can't get my breath.",
                  "Going up a hill I can't get my breath and have to stop halfway."):
         assert "severe_dyspnea" not in {f.id for f in check_text_flags(said)}, said
-    at_rest = {f.id: f.level for f in check_text_flags("I can't get my breath at all, even sitting still in the chair.")}
+    rest = "I can't get my breath at all, even sitting still in the chair."
+    at_rest = {f.id: f.level for f in check_text_flags(rest)}
     assert at_rest.get("severe_dyspnea") == "emergency", at_rest

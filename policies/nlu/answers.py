@@ -85,6 +85,11 @@ _DENIED_OBJECT = re.compile(
     r"(?:(?:any|an?|much|the|my)\s+)?(?P<obj>[a-z][a-z' -]*?)\s*"
     r"(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|so far)\b|$)")
 """What a denial denies: "No, I haven't had any <object>" / "I don't get <object>"."""
+_DENIED_NO = re.compile(
+    r"^\W*(?:no|nope|nah)\b[\s,.!;-]+(?:and\s+)?(?:there(?:'s| is| was|'s been| has been| were)\s+)?no\s+"
+    r"(?:more\s+)?(?P<obj>[a-z][a-z' -]*?)\s*(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|"
+    r"so far|in|when|with|on)\b|$)")
+"""A second "no" after the answer word: "No, there was no blood when I threw up" denies the blood."""
 _NOT_AN_OBJECT = frozenset("anything something that it them those this these one such like sort kind".split())
 SYNONYM_SIMILARITY = 0.45
 """Cosine similarity (the embedded all-MiniLM-L6-v2) at which a denied object unknown to the lexicon is taken for an
@@ -260,7 +265,7 @@ class AnswerReader:
         (:data:`SYNONYM_SIMILARITY`); "No, nothing like that" refers back, and "No, and no headaches either" is the
         question's no and one more."""
         first = re.split(r"(?<=[.!?])\s+", attr.clean(text).strip())[0]  # the sentence the "no" opens
-        m = _DENIED_OBJECT.search(first)
+        m = _DENIED_OBJECT.search(first) or _DENIED_NO.search(first.lower())
         if m is None or re.search(r"\b(?:either|neither|too|as well|also)\b", first):
             return False  # "No, and I don't get headaches either": the question's no, and another
         words = [w for w in re.findall(r"[a-z]+", m.group("obj")) if w not in STOP_WORDS and w not in _NOT_AN_OBJECT]

@@ -136,6 +136,8 @@ _VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen,
 
 _ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|"
             r"it|this)")
+_ILLNESS_NOUN = r"(?:bug|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|sore throat)"
+"""An illness by name: "had a tummy bug from my boyfriend" (not "had this from my GP")."""
 _WHO = r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery)"
 _AFTER_SAME = (r"(?=\s*(?:[.,;!?]|$|(?:but|and|as|a|too|last|over|before|recently|earlier|then|when|which|that|"
                r"about|around|few|couple|week|weeks|days?|ago|now)\b))")
@@ -144,7 +146,8 @@ _CONTAGION = (
     re.compile(rf"\b(?P<c>(?:caught|catch|catching|picked up|pick up|picked\s+(?:\w+\s+){{1,2}}up)"
                rf"(?:\s+(?:it|this|that|a|the|my|\w+))?(?:\s+{_ILLNESS})?\s+(?:off|from)\s+{_WHO})\b", re.I),
     # "got it from someone at work", "got this cough off my husband" (the thing got is an illness)
-    re.compile(rf"\b(?P<c>(?:got|get|getting|gotten)\s+(?:(?:a|the|this|that|my)\s+)?{_ILLNESS}\s+(?:off|from)\s+"
+    re.compile(rf"\b(?P<c>(?:(?:got|get|getting|gotten)\s+(?:(?:a|the|this|that|my)\s+)?{_ILLNESS}|had\s+(?:a|the|this|that)"
+               rf"\s+{_ILLNESS_NOUN})\s+(?:off|from)\s+"
                rf"{_WHO})\b", re.I),
     # "my flatmate had exactly the same symptoms", "the kids have had the same thing" (someone else: not "I have
     # the same pain", not "the same carpets")

@@ -174,3 +174,14 @@ def test_a_pain_in_waves_is_colicky(nlu, said):
     items = [it for f in nlu.frames(said) for name, its in (f.get("slots") or {}).items() for it in its
              if name == "positive_symptom"]
     assert any("colicky" in (it.get("positive_characteristics") or []) for it in items), items
+
+
+@pytest.mark.parametrize(("said", "age", "sex"), [
+    ("I'm a 42 year old bloke, I drive a van for a living.", "42", "male"),
+    ("I'm a 29-year-old lass from Leeds.", "29", "female"),
+    ("I'm a 67 year old chap.", "67", "male"),
+])
+def test_age_and_sex_said_as_people_say_them(nlu, said, age, sex):
+    info = [it for f in nlu.frames(said, state={"positive_symptom": [{"value": "coughing"}]})
+            for it in (f.get("slots") or {}).get("basic_information") or []]
+    assert {"age": age, "sex": sex}.items() <= {k: v for it in info for k, v in it.items()}.items(), info

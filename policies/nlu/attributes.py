@@ -184,10 +184,10 @@ _NEG_FACTOR = re.compile(r"\b(nothing|not really|doesn't|does not|didn't|hasn't|
 
 _AGE = re.compile(
     r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b"
-    r"(\d{1,3})\s*years? old\b"
+    r"(\d{1,3})[\s-]*(?:years?|yrs?)[\s-]*old\b"
 )
 _SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old |\d{1,3},? )?"
-                  r"(man|woman|male|female|guy|lady|boy|girl|gentleman)\b")
+                  r"(man|woman|male|female|guy|lady|boy|girl|gentleman|bloke|chap|fella|fellow|lad|lass|gal)\b")
 """The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy", "I'm 58,
 male"."""
 _BARE_SEX = re.compile(r"\b(male|female|man|woman|boy|girl)\b")
@@ -452,7 +452,8 @@ def sex(text: str, asked: bool = False) -> str | None:
     m = _SEX.search(text) or (_BARE_SEX.search(text) if asked else None)
     if not m:
         return None
-    return "male" if m.group(1) in ("man", "male", "guy", "boy", "gentleman") else "female"
+    return "male" if m.group(1) in ("man", "male", "guy", "boy", "gentleman", "bloke", "chap", "fella", "fellow",
+                                    "lad") else "female"
 
 
 def dwelling(text: str) -> str | None:

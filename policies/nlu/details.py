@@ -268,7 +268,8 @@ class DetailReader:
         """Basic information, residence, occupation and travel said anywhere in the utterance."""
         asked_bases = {b for b, _, _ in asked}
         a = attr.age(whole) or (attr.bare_age(whole) if "basic_information" in asked_bases else None)
-        if a and ("basic_information" in asked_bases or "years old" in whole or attr.stated_age(whole) == a):
+        if a and ("basic_information" in asked_bases or re.search(r"\b(?:years?|yrs?)[\s-]*old\b", whole)
+                  or attr.stated_age(whole) == a):
             frame.record("basic_information")["age"] = a
         if s := attr.sex(whole, asked="basic_information" in asked_bases):
             frame.record("basic_information")["sex"] = s

@@ -583,9 +583,11 @@ class QuestionnairePolicy:
     def open_questions(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
         """Candidates neither answered by the state nor asked before, nor about an item only the other sex has
         (:mod:`agent.core.sex_specific`). Before the first item only one sex has, while nothing has told the
-        patient's sex, the sex (and the age, asked with it) comes first, as its own question; not in the red-flag
-        screen, which must end within five turns of the complaint: there an item of unknown relevance is asked (a
-        woman asked about pain in the testicles is a cheaper mistake than a late screen)."""
+        patient's sex, the sex (and the age, asked with it) comes first, as its own question. In the red-flag screen
+        the sex alone, as one of the screen's questions, before a question about periods or pregnancy (a man asked
+        whether he could be pregnant loses the clinician's trust, and the items it spares him keep the screen within
+        its five turns); before a question about the testicles the screen asks it of unknown relevance, since the
+        extra turn would push a long screen (urinary symptoms) past five turns."""
         seen: set[Question] = set()
         sex = self.sexes.patient_sex(ctx.state)
 
@@ -600,11 +602,15 @@ class QuestionnairePolicy:
             only = self.sexes.of_item(q.base, q.value, q.values if q.check == "location" else ())
             if only is not None and sex is not None and only != sex:
                 continue
-            if only is not None and sex is None and cand.stage != "red_flag_screen" and is_open(SEX):
-                for first in (SEX, AGE):
+            in_screen = cand.stage == "red_flag_screen"
+            if only is not None and sex is None and is_open(SEX) and (not in_screen or only == "female"):
+                # in the red-flag screen the sex alone, as a screen question, before its first question about periods
+                # or pregnancy: a man is not asked whether he could be pregnant, and the items it spares him pay for
+                # the turn (before a testicle question the turn would push a long screen past its five turns)
+                for first in (SEX,) if in_screen else (SEX, AGE):
                     if is_open(first):
                         seen.add(first)
-                        yield Candidate("risk_factors", first)  # the plans list them as risk factors
+                        yield Candidate(cand.stage if in_screen else "risk_factors", first)
             seen.add(q)
             yield cand
 

@@ -208,3 +208,22 @@ def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest(
     rest = "I can't get my breath at all, even sitting still in the chair."
     at_rest = {f.id: f.level for f in check_text_flags(rest)}
     assert at_rest.get("severe_dyspnea") == "emergency", at_rest
+
+
+@pytest.mark.parametrize("said", [
+    "I've been quietly hoarding my painkillers in a shoebox.",
+    "I've written letters to my kids saying goodbye.",
+])
+def test_preparing_for_suicide_raises_suicidal_ideation(said):
+    """Preparatory acts (the C-SSRS "preparatory behaviour": collecting pills, writing goodbye notes) said without
+    a word of suicide."""
+    assert "suicidal_ideation" in {f.id for f in check_text_flags(said)}
+
+
+@pytest.mark.parametrize("said", [
+    "I've been saving up for a holiday in Spain.",
+    "I keep my tablets in a box by the bed so I remember them.",
+    "I wrote a letter to the council about the bins.",
+])
+def test_saving_and_letters_about_something_else_raise_no_suicide_flag(said):
+    assert "suicidal_ideation" not in {f.id for f in check_text_flags(said)}

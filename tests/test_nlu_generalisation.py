@@ -326,6 +326,20 @@ def test_a_disclosed_suicide_plan_is_assessed_and_not_asked_again(store):
     assert "harm_to_others" not in {f["id"] for f in session.state().red_flags}
 
 
+def test_preparations_told_are_recorded_and_not_asked_again(store):
+    """Preparations the patient tells (C-SSRS preparatory behaviour: pills put aside) answer the risk assessment's
+    question about plans and preparations: the patient's words are recorded as the suicidal ideation's
+    characteristics and the question is not put to them."""
+    session = talk(store, "I've felt empty and hopeless since the summer, I can't enjoy anything.",
+                   "To be honest I've been stockpiling my painkillers, there's a bag of them under the bed.")
+    st = session.state()
+    item = next((it for status, it in cmas.slot_items(st.patient_state, "symptom")
+                 if status == "positive" and it.get("value") == "suicidal ideation"), None)
+    assert item is not None and any("painkillers" in c for c in item.get("positive_characteristics") or []), item
+    doctor = [st.turns[-1].text] + [session.send(r).text for r in ("I don't know.", "Not really, no.")]
+    assert not any("made any plans or preparations" in d for d in doctor), doctor
+
+
 def test_a_relative_named_in_a_reply_owns_the_asked_illness_and_a_guardian_keeps_their_own(store, nlu_for_state):
     """Wrong owner, in answers: "Not me, but my brother did" to "have you ever had a stroke?" is family history, and
     "Yes, my uncle did" to a list of symptoms affirms none of them. A guardian's own illness ("I'm asthmatic myself")

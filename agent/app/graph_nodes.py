@@ -243,27 +243,36 @@ class Nodes:
     def red_flag_check(self, s: InterviewState) -> dict:
         said = s.turns[-1].text if s.turns and s.turns[-1].speaker == "patient" else ""
         raised = self._new_flags(s, s.patient_state, len(s.turns) - 1, said)
-        if not raised:
-            return {}
-        update = {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
+        update: dict = {}
+        if raised:
+            update = {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
         if self.agent.red_flag_rules is not None and said:
-            update |= self._record_disclosures(s, safety.disclosed(raised, self.agent.red_flag_rules))
+            update |= self._record_disclosures(s, safety.disclosed(raised, self.agent.red_flag_rules),
+                                               safety.told_acts(said, self.agent.red_flag_rules))
         return update
 
-    def _record_disclosures(self, s: InterviewState, values: list[str]) -> dict:
+    def _record_disclosures(self, s: InterviewState, values: list[str], acts: dict[str, list[str]] | None = None
+                            ) -> dict:
         """The patient state (and the turn's) with each disclosed symptom the NLU did not record as had (the NLU leaves
         suicidal thoughts said in a sentence to the red-flag screen, which read them): positive, the flag's words the
-        ground."""
+        ground. ``acts``: what the patient told they did or plan, in their words (``safety.told_acts``), recorded as
+        the item's characteristics (the risk assessment's plans and preparations)."""
         vocab = self.agent.nlu_vocabulary
         have = {str(it.get("value")) for st, it in cmas.slot_items(s.patient_state, "symptom") if st == "positive"}
         new = [v for v in values
                if not any(v == h or (vocab is not None and vocab.same("symptom", v, h)) for h in have)]
-        if not new:
+        acts = acts or {}
+        if not new and not acts:
             return {}
-        frames = [{"intent": "inform", "slots": {"positive_symptom": [{"value": v} for v in new]}}]
+        items = {v: {"value": v} for v in new}
+        for v, words in acts.items():
+            items.setdefault(v, {"value": v})["positive_characteristics"] = list(words)
+        frames = [{"intent": "inform", "slots": {"positive_symptom": list(items.values())}}]
         state = cmas.parse_state(self.agent.dst.update(s.patient_state, frames))
         turns = list(s.turns)
-        turns[-1] = turns[-1].model_copy(update={"state": state, "meta": {**turns[-1].meta, "disclosed": new}})
+        told = {"disclosed": new} if new else {}
+        told |= {"told_acts": acts} if acts else {}
+        turns[-1] = turns[-1].model_copy(update={"state": state, "meta": {**turns[-1].meta, **told}})
         return {"patient_state": state, "turns": _dump(turns)}
 
     def _new_flags(self, s: InterviewState, state: dict, turn: int, said: str = "") -> list[dict]:

@@ -39,6 +39,7 @@ ORDINARY = "~ordinary"
 inflected ("fainted" finds "faint"), so an everyday phrase with the same word ("I feel faint") would raise the rule;
 listed here, the longer everyday phrase takes the span and raises nothing."""
 NEAR_MISS = "~near:"
+PATTERN = "~pattern:"  # a rule's pattern matched (the finder's key is this and the rule id)
 """The phrase finder's key prefix of a near miss of a rule's phrases ("nearly passed out"), for rules with
 ``near_miss_ignored``: the longer near-miss phrase takes the span, and its sentence raises that rule by meaning
 neither."""
@@ -322,7 +323,7 @@ def _pattern_spans(rules: list[Rule]) -> Callable[[str], list[tuple[int, int, st
             for pattern in rule.patterns:
                 for m in pattern.finditer(text):
                     group = "c" if "c" in pattern.groupindex else 0
-                    out.append((m.start(group), m.end(group), rule.id))
+                    out.append((m.start(group), m.end(group), PATTERN + rule.id))
         return out
     return spans
 
@@ -509,14 +510,15 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
         if f.key.startswith(NEAR_MISS):
             near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.sentence.lower())
             continue
-        rule = by_id[f.key]
+        rule = by_id[f.key.removeprefix(PATTERN)]
         if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
             continue
         level = _level(rule, uncertain=f.status == "unknown" or f.historical)
         flag = out.setdefault(rule.id, RedFlag(rule.id, rule.message, level, []))
         if LEVELS.index(level) < LEVELS.index(flag.level):
             flag.level = level
-        flag.evidence.append({"text": f.text, "sentence": f.sentence, "match": "phrase"})
+        match = "pattern" if f.key.startswith(PATTERN) else "phrase"
+        flag.evidence.append({"text": f.text, "sentence": f.sentence, "match": match})
     return out, near
 
 
@@ -706,11 +708,29 @@ def disclosed(flags: Iterable[dict[str, Any]], rules: RuleSet) -> list[str]:
     for f in flags:
         rule = by_id.get(str(f.get("id")))
         if (rule is None or not rule.hedge_keeps_level or f.get("level") == "possible"
-                or not any(e.get("match") in ("phrase", "semantic") for e in f.get("evidence") or [])):
+                or not any(e.get("match") in ("phrase", "pattern", "semantic") for e in f.get("evidence") or [])):
             continue
         value = next((v for c in (*rule.all_of, *rule.any_of) if c.slot == "symptom" for v in c.values), None)
         if value is not None and value not in out:
             out.append(value)
+    return out
+
+
+def told_acts(text: str, rules: RuleSet) -> dict[str, list[str]]:
+    """Disclosure symptom value -> the patient's own words, in ``text``, of what they did or plan, found by the
+    disclosure rules' patterns (pills put aside, goodbye letters: C-SSRS preparatory behaviour). They answer the risk
+    assessment's question about plans and preparations (asked as the item's characteristics), so it is not put to a
+    patient who has just told it, even when the rule's flag was raised before. Phrases and patterns only: no encoder."""
+    flags, _ = _phrase_flags(text, rules)
+    by_id = {r.id: r for r in rules.rules}
+    out: dict[str, list[str]] = {}
+    for f in flags.values():
+        rule = by_id[f.id]
+        value = next((v for c in (*rule.all_of, *rule.any_of) if c.slot == "symptom" for v in c.values), None)
+        words = [str(e["text"]) for e in f.evidence if e.get("match") == "pattern" and e.get("text")]
+        if rule.hedge_keeps_level and value is not None and words:
+            out.setdefault(value, [])
+            out[value] += [w for w in dict.fromkeys(words) if w not in out[value]]
     return out
 
 

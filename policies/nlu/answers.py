@@ -104,19 +104,15 @@ get a twinge"): a frequency adverb of that statement, no yes to the asked items.
 
 _AUXILIARY_OPENER = re.compile(r"(?:i\s+)?(?:have|haven't|have not|do|don't|do not|did|didn't|did not|am|i'm not)",
                                re.I)
-"""An answer that opens with an auxiliary ("I haven't", "I do", "didn't"): a yes or no only when nothing or the
-question's own kind of verb follows."""
+"""An answer that opens with an auxiliary ("I haven't", "I do", "didn't"): no yes or no when a verb of its own
+follows (:data:`_ANOTHER_PREDICATE`)."""
 _FIRST_WORD = re.compile(r"\s+([a-z']+)")
-_ANSWER_GOES_ON = frozenset("""had been got gotten noticed seen felt experienced get have feel notice see think
-believe really ever actually honestly personally any anything that it them one no not a an much many lately recently
-at all either too since before yet always usually sometimes now still nothing neither never so as far much often
-smoked smoke drunk drank drink drinking smoking taken take taking used use using tried try done do suffered suffer
-gone go travelled traveled been had lost gained changed started stopped eaten slept needed need know remember recall
-particularly especially currently normally generally regularly every each quite fully properly checked check
-checking measured measure tested test weighed""".split())
-"""Words that may follow an auxiliary opener in a real yes or no ("I haven't had any", "I don't smoke", "I have,
-lately"): a question's own verbs (having, noticing, taking, using, going) and the adverbs and determiners of a
-reply; any other verb after the opener tells something else ("I haven't told anyone", "I do want to get better")."""
+_ANOTHER_PREDICATE = frozenset("""told tell telling said say saying mentioned mention want wanted wanting wanna like
+liked mind minded mean meant care cared bother bothered blame blamed understand understood expect expected
+dare""".split())
+"""Verbs of saying, wanting and minding after an auxiliary opener: "I haven't told anyone", "I didn't want to bother
+anybody", "I don't mind" start a predicate of their own, no yes or no to the question. (A reply's other verbs are the
+question's kind: "I haven't had any", "I did, just last night", "I haven't heard of anyone being sick".)"""
 
 
 class AnswerReader:
@@ -139,7 +135,7 @@ class AnswerReader:
                     best = (len(phrase), kind)
         if best:
             rest = _FIRST_WORD.match(t[best[0]:])
-            if _AUXILIARY_OPENER.fullmatch(t[:best[0]]) and rest and rest.group(1) not in _ANSWER_GOES_ON:
+            if _AUXILIARY_OPENER.fullmatch(t[:best[0]]) and rest and rest.group(1) in _ANOTHER_PREDICATE:
                 return None  # "I haven't told anyone": another verb after the opener says something else
             return best[1]
         head = " ".join(t.split()[:6])

@@ -178,25 +178,25 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     assert "stroke_signs" not in {f.id for f in check_text_flags(lasting)}
 
 
-@pytest.mark.parametrize("said", [
-    "I get these awful urges to smother my newborn and it terrifies me.",
-    "I keep picturing myself stabbing my flatmate.",
-    "Honestly I'm frightened I could shake the baby when she won't stop crying.",
+@pytest.mark.parametrize(("said", "rule", "raised"), [
+    # a thought, urge or fear of harming another person (NICE NG10; NICE CG192 asks every new mother about thoughts
+    # of harming the baby): a harm verb and a person, however combined
+    ("I get these awful urges to smother my newborn and it terrifies me.", "harm_to_others", True),
+    ("I keep picturing myself stabbing my flatmate.", "harm_to_others", True),
+    ("Honestly I'm frightened I could shake the baby when she won't stop crying.", "harm_to_others", True),
+    ("I'd never hurt my kids, I'm just exhausted.", "harm_to_others", False),
+    ("I'm worried I might hurt her feelings if I say no.", "harm_to_others", False),
+    ("I'm scared of hurting my back again lifting the twins.", "harm_to_others", False),
+    # preparatory acts said without a word of suicide (C-SSRS "preparatory behaviour")
+    ("I've been quietly hoarding my painkillers in a shoebox.", "suicidal_ideation", True),
+    ("I've written letters to my kids saying goodbye.", "suicidal_ideation", True),
+    ("I've been saving up for a holiday in Spain.", "suicidal_ideation", False),
+    ("I keep my tablets in a box by the bed so I remember them.", "suicidal_ideation", False),
+    ("I wrote a letter to the council about the bins.", "suicidal_ideation", False),
 ])
-def test_a_thought_of_harming_another_person_raises_harm_to_others(said):
-    """A thought, urge or fear of harming another person (NICE NG10; NICE CG192 asks every new mother about thoughts
-    of harming the baby), said in any of the ways a harm verb and a person combine: the rule's pattern, not a phrase
-    list."""
-    assert "harm_to_others" in {f.id for f in check_text_flags(said)}
-
-
-@pytest.mark.parametrize("said", [
-    "I'd never hurt my kids, I'm just exhausted.",
-    "I'm worried I might hurt her feelings if I say no.",
-    "I'm scared of hurting my back again lifting the twins.",
-])
-def test_a_harm_word_about_something_else_raises_no_harm_to_others(said):
-    assert "harm_to_others" not in {f.id for f in check_text_flags(said)}
+def test_a_rule_pattern_fires_on_what_it_describes_and_not_on_a_look_alike(said, rule, raised):
+    """The rules' ``patterns``: word combinations a phrase list cannot spell, read by ConText like phrases."""
+    assert (rule in {f.id for f in check_text_flags(said)}) is raised
 
 
 def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest():
@@ -208,22 +208,3 @@ def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest(
     rest = "I can't get my breath at all, even sitting still in the chair."
     at_rest = {f.id: f.level for f in check_text_flags(rest)}
     assert at_rest.get("severe_dyspnea") == "emergency", at_rest
-
-
-@pytest.mark.parametrize("said", [
-    "I've been quietly hoarding my painkillers in a shoebox.",
-    "I've written letters to my kids saying goodbye.",
-])
-def test_preparing_for_suicide_raises_suicidal_ideation(said):
-    """Preparatory acts (the C-SSRS "preparatory behaviour": collecting pills, writing goodbye notes) said without
-    a word of suicide."""
-    assert "suicidal_ideation" in {f.id for f in check_text_flags(said)}
-
-
-@pytest.mark.parametrize("said", [
-    "I've been saving up for a holiday in Spain.",
-    "I keep my tablets in a box by the bed so I remember them.",
-    "I wrote a letter to the council about the bins.",
-])
-def test_saving_and_letters_about_something_else_raise_no_suicide_flag(said):
-    assert "suicidal_ideation" not in {f.id for f in check_text_flags(said)}

@@ -123,10 +123,13 @@ def test_a_diagnosis_matches_a_consideration_by_its_names(expected, label, same)
 
 
 def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_path):
-    """Three cards of different presentations, oracle NLU, the shipped questionnaire with plans, the real graph."""
+    """Four cards of different presentations, oracle NLU, the shipped questionnaire with plans, the real graph. The
+    renal colic card is a man whose sex the screen asks before its questions about periods and pregnancy: his screen
+    is on time without them (an item only the other sex has is no part of his screen)."""
     cfg = {
         "agents": [{"name": "q", "config": str(REPO / "configs" / "default.yaml")}],
-        "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina")],
+        "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina",
+                                                          "gu-renal-colic")],
         "simulator": {"kind": "agenda", "lexicon": str(REPO / "configs" / "simulate" / "lay_phrases.yaml")},
         "modes": ["oracle"],
         "seeds": [0],
@@ -138,7 +141,7 @@ def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_pa
     path.write_text(yaml.safe_dump(cfg))
     summary = run(path, progress=False)
     records = [yaml.safe_load(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 3
+    assert len(records) == 4
     for rec in records:
         s, state = rec["clinician_summary"], rec["final_state"]
         assert s["for"] == "clinician" and s["considerations"], rec["case"]
@@ -155,7 +158,7 @@ def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_pa
         assert sc["on_time"], (rec["case"], sc)
         assert m["facts_per_turn"] > 0
     cards = summary["overall"]["cards"]["oracle"]
-    assert cards["red_flag_screen"]["cases"] == 3 and cards["diagnosis"]["cases"] == 3
+    assert cards["red_flag_screen"]["cases"] == 4 and cards["diagnosis"]["cases"] == 4
 
 
 def test_an_absent_risk_factor_is_no_fact_against():

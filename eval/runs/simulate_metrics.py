@@ -50,6 +50,7 @@ from typing import Any
 from agent.app.graph_state import InterviewState
 from agent.core.ontology import Vocabulary, find_item
 from agent.core.safety import MAX_PATIENT_CHARS
+from agent.core.sex_specific import default_sex_specific
 from eval.runs.cases import CaseCard, Fact, covered, frames_state, state_facts, supported
 from policies.presentations import Plan, default_plans
 from policies.questions import Question, answered, questions_of
@@ -203,7 +204,8 @@ def screen_timing(card: CaseCard, st: InterviewState, vocab: Vocabulary,
     positive symptom that triggers the plan. Counting the doctor turns after it (1, 2, ...), a screen item is done at
     the first one that asks it, or that comes after a patient turn whose state already answers it (volunteered);
     ``first`` and ``last`` are the turns the first and the last item were done. ``on_time``: every item done,
-    ``first`` <= 2 and ``last`` <= 5."""
+    ``first`` <= 2 and ``last`` <= 5. Items only the other sex has (the patient's sex as the final state tells it)
+    are left out (``other_sex_items``)."""
     plans = plans if plans is not None else default_plans()
     followed = list(dict.fromkeys(t.meta["plan"] for t in st.doctor_turns() if isinstance(t.meta.get("plan"), str)))
     plan = plans.get(followed[0] if followed else card.presentation or "")
@@ -213,10 +215,18 @@ def screen_timing(card: CaseCard, st: InterviewState, vocab: Vocabulary,
     for screen in plan.red_flag_screen:
         for a in screen.ask:
             items[Question(a.base, a.value, "location", a.location) if a.location else Question(a.base, a.value)] = None
+    # an item only the other sex has is no part of this patient's screen (the policy leaves it out once the sex is
+    # told, and the clinician's summary marks it not applicable)
+    sexes = default_sex_specific()
+    sex = sexes.patient_sex(st.patient_state)
+    other = [q for q in items if sex is not None and (only := sexes.of_item(
+        q.base, q.value, q.values if q.check == "location" else ())) is not None and only != sex]
+    for q in other:
+        del items[q]
     known = next((t.index for t in st.patient_turns()
                   if any(plan.triggered_by(it, vocab) for it in (t.state or {}).get("positive_symptom") or [])), None)
     out: dict[str, Any] = {"plan": plan.id, "card_plan": card.presentation, "plans_followed": followed,
-                           "items": len(items), "complaint_known_at": known}
+                           "items": len(items), "other_sex_items": len(other), "complaint_known_at": known}
     done: dict[Question, int] = {}
     state: dict = {}
     n = 0

@@ -208,3 +208,11 @@ def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest(
     rest = "I can't get my breath at all, even sitting still in the chair."
     at_rest = {f.id: f.level for f in check_text_flags(rest)}
     assert at_rest.get("severe_dyspnea") == "emergency", at_rest
+
+
+def test_a_verdict_that_all_is_well_raises_no_flag_by_its_denied_words():
+    """"I'm getting air in fine" is denied by its verdict ("fine"), not by a negation: it is no match for a negated
+    description ("I cannot get any air in even sitting down"), which only a clause that negates may meet. It had
+    raised the severe-breathlessness emergency in a clinician's walkthrough of a quinsy."""
+    assert "severe_dyspnea" not in {f.id for f in check_text_flags("No trouble breathing, I'm getting air in fine.")}
+    assert "suicidal_ideation" in {f.id for f in check_text_flags("I just don't want to be here any more.")}

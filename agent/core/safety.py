@@ -522,6 +522,9 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
     return out, near
 
 
+_NEGATION_WORD = re.compile(r"\b(?:no|not|never|nothing|none|nobody|cannot|without)\b|n't\b|n’t\b", re.I)
+"""A negation said in words, as a negated description has it ("I don't want to be here any more")."""
+
 LOW_PATH_MIN_WORDS = 3  # content words a clause needs before the recall-first low path reads it
 
 
@@ -548,6 +551,8 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
         sims[partly] = np.where(rules.denying_references[None, :], sims[partly], affirmed)
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
     negated = np.array([c.negated for c in clauses])[:, None]
+    # a clause denied by a verdict ("I'm getting air in fine") says all is well: no negated description meets it
+    says_not = np.array([bool(_NEGATION_WORD.search(c.text)) for c in clauses])[:, None]
     past = np.array([c.historical for c in clauses])[:, None]
     ref_negated = np.array([neg for _, _, neg in refs])[None, :]
     keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
@@ -571,7 +576,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     else:
         low_contrast = contrast
     usable = (
-        (~negated | ref_negated)
+        (~negated | (ref_negated & says_not))
         & (~past | keeps)  # context: no denial, no past (but self-harm's)
         & (((in_context | (contrast >= screen.margin)) & (sims >= screen.possible))  # nearer than the ordinary
            | (recall_first & hints & (low_contrast >= screen.recall_first_margin)

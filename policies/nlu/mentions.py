@@ -58,7 +58,8 @@ class MentionFinder:
         normal: set[tuple[int, str]] = set()  # (sentence, value) a normal reading denies ("my temp was 36.8")
         for f in found:
             base, value = self._terms.get(f.key) or ("medication", f.key.removeprefix(_DRUG))
-            if (seen := finding(f.key)) is not None:
+            seen = finding(f.key)
+            if seen is not None:
                 base, value, is_normal = seen
                 if is_normal:
                     normal.add((f.sent, value))
@@ -86,7 +87,7 @@ class MentionFinder:
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
                 status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
-            if (f.sent, value) in normal and finding(f.key) is not None and status == "positive":
+            if (f.sent, value) in normal and seen is not None and status == "positive":
                 status = "negative"
             out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
         if normal:  # the reading is the verdict: "temperature" said beside a normal one names no fever

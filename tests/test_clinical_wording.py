@@ -55,6 +55,25 @@ def test_a_phrase_is_found_inflected_and_a_short_word_stays_exact():
     assert word_stem("fits") != word_stem("fit")
 
 
+def test_a_phrase_is_found_through_the_verb_be_or_have_put_between_its_words():
+    finder = PhraseFinder([("ankle swelling", "ankle swelling"), ("vision going", "visual loss"),
+                           ("chest pain", "chest pain")])
+    keys = lambda text: [(f.key, f.status) for f in finder.find(text)[0]]  # noqa: E731
+    assert keys("Since Tuesday my ankle's swelling up.") == [("ankle swelling", "positive")]
+    assert keys("My ankles have been swelling every evening.") == [("ankle swelling", "positive")]
+    assert keys("It feels like my vision is going on the right.") == [("vision going", "positive")]
+    assert keys("My ankle isn't swelling any more.") == [("ankle swelling", "negative")]
+    assert keys("My chest is fine, there's no pain.") == []  # no other word is skipped to make a phrase
+
+
+def test_a_red_flag_phrase_said_with_a_contraction_is_raised():
+    from agent.core.safety import check_text_flags
+
+    flags = {f.id for f in check_text_flags("Half an hour after the prawns my mouth's tingling and my throat's "
+                                            "closing up.", opening=True)}
+    assert "anaphylaxis" in flags
+
+
 @pytest.mark.parametrize(("said", "key", "status"), [
     ("I don't get headaches, and now I have blurred vision.", "blurred vision", "positive"),
     ("I haven't been eating much, my stomach feels bloated.", "bloated", "positive"),

@@ -210,12 +210,13 @@ class PhraseFinder:
         self._spans = spans
 
     @cached_property
-    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher], dict[str, str]]:
+    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher, PhraseMatcher], dict[str, str]]:
         from spacy.matcher import PhraseMatcher
 
         nlp = context_pipeline()
         exact = PhraseMatcher(nlp.vocab, attr="LOWER")
         inflected = PhraseMatcher(nlp.vocab, attr="NORM")
+        linked = PhraseMatcher(nlp.vocab, attr="NORM")  # without "be" and "have" (:meth:`_linked_matches`)
         keys: dict[str, str] = {}
         for i, (phrase, key) in enumerate(self._phrases):
             label = f"P{i}"
@@ -224,7 +225,10 @@ class PhraseFinder:
             exact.add(label, [doc])
             if len(doc) > 1 or len(word_stem(doc[0].lower_)) >= 4:  # "fits" must not match "fit"
                 inflected.add(label, [_stemmed(doc)])
-        return nlp, (exact, inflected), keys
+            bare = [doc[i].text for i in _unlinked(doc)]
+            if len(bare) > 1:  # "throat is closing" is also "throat closing", which "my throat's closing" says
+                linked.add(label, [_stemmed(nlp.make_doc(" ".join(bare)))])
+        return nlp, (exact, inflected, linked), keys
 
     def find(self, text: str) -> tuple[list[Found], list[str]]:
         """The matches in ``text`` and its sentences (as written). A phrase matches as written or inflected ("heart
@@ -235,12 +239,14 @@ class PhraseFinder:
 
         if not text.strip():
             return [], []
-        nlp, (exact, inflected), keys = self._pipeline
+        nlp, (exact, inflected, linked), keys = self._pipeline
         doc = nlp.make_doc(text)
         for name, proc in nlp.pipeline:
             if name == "medspacy_context":
                 norms = [t.norm_ for t in doc]
                 found = [*exact(doc), *inflected(_stemmed(doc))]
+                without, denied = self._linked_matches(doc, linked)
+                found += without
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
                 spanned = self._span_matches(doc)
@@ -255,13 +261,36 @@ class PhraseFinder:
         for ent in doc.ents:
             sent = next(i for i, s in enumerate(sents) if s.start <= ent.start < s.end)
             kinds = {m.category for m in ent._.modifiers if m.modifier_span[0] < ent.start or m.direction == "BACKWARD"}
-            status = ("negative" if "NEGATED_EXISTENCE" in kinds
+            status = ("negative" if "NEGATED_EXISTENCE" in kinds or (ent.start, ent.end) in denied
                       else "unknown" if "POSSIBLE_EXISTENCE" in kinds else "positive")
             offset = sents[sent].start_char
             key = keys.get(ent.label_) or ent.label_.removeprefix(_WORD)
             out.append(Found(key, ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+    @staticmethod
+    def _linked_matches(doc: Doc, linked: PhraseMatcher) -> tuple[list[tuple[int, int, int]], set[tuple[int, int]]]:
+        """Phrases said with a form of "be" or "have" between their words ("my throat's closing up" for "throat
+        closing up", "my ankles have been swelling" for "ankle swelling"): matched on the text without those words,
+        each match spanning the words as written. Patients put the verb in; the lists are written without it. A
+        "not" among the words left out ("my ankle isn't swelling") sits inside the match, where ConText cannot read
+        it as a cue: those matches are returned apart, denied. ``linked``: the phrases without those words, stemmed
+        (a listed "throat is closing" meets "my throat's closing"); reads the stems :func:`_stemmed` set on ``doc``."""
+        from spacy.tokens import Doc as _Doc
+
+        keep = _unlinked(doc)
+        kept = set(keep)
+        view = _Doc(doc.vocab, words=[doc[i].text for i in keep], spaces=[True] * len(keep))
+        for t, i in zip(view, keep, strict=True):
+            t.norm_ = doc[i].norm_
+        out, denied = [], set()
+        for label, start, end in linked(view):
+            first, last = keep[start], keep[end - 1] + 1
+            out.append((label, first, last))
+            if any(doc[i].lower_ in _LINK_NEGATIONS for i in range(first, last) if i not in kept):
+                denied.add((first, last))
+        return out, denied
 
     def _span_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         """``(label, start, end)`` of each span the ``spans`` function finds, labelled ``W:<key>``."""
@@ -285,6 +314,11 @@ class PhraseFinder:
 
 
 _WORD = "W:"
+_LINK_NEGATIONS = frozenset({"not", "n't", "n’t"})
+_LINKING = frozenset({"is", "are", "was", "were", "'s", "’s", "'re", "’re", "has", "have", "had", "'ve", "’ve",
+                      "been", "being"})
+"""The words a patient puts between the words of a listed phrase ("my throat's closing", "my legs have been
+swelling"): forms of "be" and "have", and a "not" after one of them ("isn't"; :meth:`PhraseFinder._linked_matches`)."""
 _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose", "bled": "bleed", "fell": "fall",
               "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
               "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",
@@ -355,6 +389,13 @@ def word_stem(word: str) -> str:
             w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")) and not re.search(r"[aeiou]ry$", w)):
         w = w[:-1]  # not after a vowel and "r": "weary" is no "wear", "scary" no "scar"
     return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+def _unlinked(doc: Doc) -> list[int]:
+    """The indexes of ``doc``'s tokens but the forms of "be" and "have" inside it, and a "not" after one of them
+    ("isn't", "haven't been"; a "not" after another word stays: "can't sleep" is the complaint)."""
+    return [t.i for t in doc if not (0 < t.i < len(doc) - 1 and (t.lower_ in _LINKING or (
+        t.lower_ in _LINK_NEGATIONS and doc[t.i - 1].lower_ in _LINKING)))]
 
 
 def _stemmed(doc: Doc) -> Doc:

@@ -159,6 +159,29 @@ def test_a_hint_of_a_risk_to_life_is_raised_as_possible_and_a_topic_word_is_not(
         assert not raised & {"suicidal_ideation", "self_harm", "harm_to_others"}, (quiet, raised)
 
 
+def test_a_knock_to_the_head_alone_raises_nothing_and_with_a_warning_feature_it_does():
+    """NICE NG232: a head injury is an emergency with what follows it (vomiting, a blackout, drowsiness, a worsening
+    headache, blood thinners), not by the knock alone."""
+    for quiet in ("I whacked my head on the loft hatch last night, just a bit of a lump.",
+                  "I knocked my head getting into the car but I'm fine."):
+        assert "head_injury" not in {f.id for f in check_text_flags(quiet, opening=True)}, quiet
+    said = "I smacked my head on the pavement when I slipped and I've been throwing up since."
+    assert "head_injury" in {f.id for f in check_text_flags(said, opening=True)}
+
+
+def test_an_accidental_injury_is_no_hint_of_self_harm_and_a_deliberate_one_is():
+    """A cut or a burn got by accident (cooking, DIY, the garden: NICE CKS Lacerations, Burns and scalds) is among
+    the ordinary complaints the screen contrasts with; self-harm is the injury done on purpose."""
+    for quiet in ("I sliced the top of my thumb open with the bread knife on Sunday.",
+                  "I caught my hand on the oven shelf and it's blistered a bit.",
+                  "I grazed both knees when I tripped over the kerb."):
+        raised = {f.id for f in check_text_flags(quiet, opening=True)}
+        assert "self_harm" not in raised, (quiet, raised)
+    for said in ("When it all gets too much I take a blade to the tops of my legs.",
+                 "I've been burning my wrists with a lighter when I'm upset."):
+        assert "self_harm" in {f.id for f in check_text_flags(said, opening=True)}, said
+
+
 def test_a_clause_that_denies_part_of_what_it_says_is_read_by_what_it_affirms():
     """The re-walk of a cardiac chest pain: "My arm's not weak, it just aches with the pain" raised the stroke emergency
     (0.76 from "my arm suddenly went weak" as said): compared without its denied words it is an ache. A description
@@ -193,6 +216,11 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     ("I've been saving up for a holiday in Spain.", "suicidal_ideation", False),
     ("I keep my tablets in a box by the bed so I remember them.", "suicidal_ideation", False),
     ("I wrote a letter to the council about the bins.", "suicidal_ideation", False),
+    # an injury done to oneself, told with what makes it deliberate (NICE NG225): a tool, a reason, a feeling
+    ("I scratch at my skin until it bleeds whenever I feel panicky.", "self_harm", True),
+    ("Sometimes I punch my thighs really hard to stop the thoughts.", "self_harm", True),
+    ("I burnt my forearm on the grill at work last week.", "self_harm", False),
+    ("I bit my tongue when I fell over.", "self_harm", False),
 ])
 def test_a_rule_pattern_fires_on_what_it_describes_and_not_on_a_look_alike(said, rule, raised):
     """The rules' ``patterns``: word combinations a phrase list cannot spell, read by ConText like phrases."""

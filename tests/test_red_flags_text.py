@@ -216,6 +216,11 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     ("I've been saving up for a holiday in Spain.", "suicidal_ideation", False),
     ("I keep my tablets in a box by the bed so I remember them.", "suicidal_ideation", False),
     ("I wrote a letter to the council about the bins.", "suicidal_ideation", False),
+    # finding out what dose would be lethal (researching a method: C-SSRS preparatory behaviour)
+    ("Last night I was googling how much paracetamol would be enough to not wake up.", "suicidal_ideation", True),
+    ("I checked how many of my sleeping tablets it would take.", "suicidal_ideation", True),
+    ("I looked up how many ibuprofen I can take in a day with my period pain.", "suicidal_ideation", False),
+    ("I asked the pharmacist how much it would cost to get the tablets on prescription.", "suicidal_ideation", False),
     # an injury done to oneself, told with what makes it deliberate (NICE NG225): a tool, a reason, a feeling
     ("I scratch at my skin until it bleeds whenever I feel panicky.", "self_harm", True),
     ("Sometimes I punch my thighs really hard to stop the thoughts.", "self_harm", True),

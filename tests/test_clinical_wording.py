@@ -144,6 +144,23 @@ def test_medicines_and_habits_in_the_patients_words(store, said, slot, value, st
     assert find_status(session.state().patient_state, slot, value, default_vocabulary()) == status
 
 
+@pytest.mark.parametrize(("said", "value"), [
+    # passing no urine, as the NHS and the UK Sepsis Trust put it to patients ("not peed all day")
+    ("My little one's nappies have been dry since breakfast.", "oliguria"),
+    ("I've barely had a wee since yesterday, and it's really dark.", "oliguria"),
+    # rigors: shaking with cold that cannot be stopped (NICE NG51 names them among sepsis's signs)
+    ("I was so cold my teeth were chattering and I couldn't stop shaking.", "rigor"),
+])
+def test_sepsis_signs_in_the_patients_words_reach_the_state(store, said, value):
+    session = talk(store, said)
+    assert find_status(session.state().patient_state, "symptom", value, default_vocabulary()) == "positive"
+
+
+def test_a_fever_with_rigors_and_no_urine_raises_sepsis(store):
+    session = talk(store, "I'm burning up and shivering so hard the bed shakes, and I haven't been for a wee all day.")
+    assert "sepsis" in {f["id"] for f in session.state().red_flags}
+
+
 @pytest.mark.parametrize(("said", "not_value"), [
     ("I drink loads of fruit juice these days.", "alcohol"),  # drinking, not alcohol
     ("My uncle has bladder trouble.", "cancer"),  # a diagnosis is not inferred from words that do not name it

@@ -165,6 +165,9 @@ def test_a_fever_with_rigors_and_no_urine_raises_sepsis(store):
     ("I drink loads of fruit juice these days.", "alcohol"),  # drinking, not alcohol
     ("My uncle has bladder trouble.", "cancer"),  # a diagnosis is not inferred from words that do not name it
     ("I've been weeing a lot more than usual.", "difficulty passing urine"),  # a gloss word alone is no complaint
+    ("Since lunch nothing will come out and my bladder feels like it's bursting.", "infection"),  # a body part
+    # shared names no illness of it
+    ("My kidneys ache when I've been on my feet all day.", "kidney disease"),
 ])
 def test_no_fact_is_invented_from_nearby_words(store, said, not_value):
     session = talk(store, said)

@@ -211,6 +211,7 @@ class PhraseFinder:
 
     @cached_property
     def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher, PhraseMatcher], dict[str, str]]:
+        from spacy.lang.en.stop_words import STOP_WORDS
         from spacy.matcher import PhraseMatcher
 
         nlp = context_pipeline()
@@ -226,7 +227,9 @@ class PhraseFinder:
             if len(doc) > 1 or len(word_stem(doc[0].lower_)) >= 4:  # "fits" must not match "fit"
                 inflected.add(label, [_stemmed(doc)])
             bare = [doc[i].text for i in _unlinked(doc)]
-            if len(bare) > 1:  # "throat is closing" is also "throat closing", which "my throat's closing" says
+            # "throat is closing" is also "throat closing", which "my throat's closing" says; a phrase that the
+            # verb makes ("if I were gone" is no "if I go") keeps it
+            if len(bare) > 1 and (len(bare) == len(doc) or sum(w.lower() not in STOP_WORDS for w in bare) > 1):
                 linked.add(label, [_stemmed(nlp.make_doc(" ".join(bare)))])
         return nlp, (exact, inflected, linked), keys
 

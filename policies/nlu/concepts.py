@@ -40,6 +40,12 @@ _GRAVE = frozenset(word_stem(w) for w in """cancer cancers carcinoma malignant m
 leukemia lymphoma melanoma sarcoma failure attack infarction stroke embolism thrombosis dementia cirrhosis
 aneurysm""".split())
 _WORD = re.compile(r"[a-z]+")
+_ORGANS = frozenset(word_stem(w) for w in """heart lung lungs kidney kidneys liver bladder bowel bowels prostate
+thyroid brain stomach gut womb uterus ovary ovaries pancreas gallbladder spleen blood skin bone bones joints""".split())
+_ILLNESS = frozenset(word_stem(w) for w in """problem problems issue issues trouble condition disease diseases
+illness infection infections disorder failure attack attacks murmur""".split())
+"""An organ's name and the words that make it an illness ("kidney problems", "heart trouble"): the organ alone
+("my bladder feels full", "my heart's racing") names no condition of it."""
 MIN_CONTENT_WORDS = 2
 _FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|results?|(?:they|he|she|it|doctors?|"
                               r"nurses?|midwife)\s+(?:saw|see|found|showed|shows|picked up|detected))\b", re.I)
@@ -72,14 +78,18 @@ def says_enough(clause: str) -> bool:
     return sum(w not in STOP_WORDS for w in _WORD.findall(clause.lower().replace("'", ""))) >= MIN_CONTENT_WORDS
 
 
-def names_the_condition(clause: str, reference: str) -> bool:
+def names_the_condition(clause: str, reference: str, places: frozenset[str] = frozenset()) -> bool:
     """Whether the patient's words name the illness a condition reference does: a diagnosis is never inferred
-    from words that do not name it. The clause must share a word with the reference, and every grave word of the
-    reference ("cancer", "failure", "attack") must be in the clause: "prostate trouble" is not prostate cancer,
-    "heart issues" may be heart disease."""
+    from words that do not name it. The clause must share a word with the reference that is not a body part
+    (``places``, stemmed), nor an organ unless a word of illness goes with it ("my bladder feels like it's bursting"
+    names no bladder infection, "heart issues" may be heart disease), and every grave word of the reference
+    ("cancer", "failure", "attack") must be in the clause: "prostate trouble" is not prostate cancer."""
     said = {word_stem(w) for w in _WORD.findall(clause.lower())}
     ref = {word_stem(w) for w in _WORD.findall(reference.lower())}
-    return bool(said & ref) and not (ref & _GRAVE) - said
+    shared = (said & ref) - places
+    if shared and shared <= _ORGANS and not said & _ILLNESS:
+        return False  # an organ is no illness without a word that says one ("heart trouble" is; "my heart races" not)
+    return bool(shared) and not (ref & _GRAVE) - said
 
 
 @dataclass(frozen=True)
@@ -190,6 +200,11 @@ class ConceptMatcher:
         return says_enough(clause) and not any(w not in STOP_WORDS for w in _WORD.findall(rest.replace("'", "")))
 
     @cached_property
+    def _place_stems(self) -> frozenset[str]:
+        """The stems of the lexicon's one-word body parts ("bladder", "heart", "kidneys")."""
+        return frozenset(word_stem(p) for p in self.lexicon.locations if " " not in p)
+
+    @cached_property
     def _places_and_sides(self) -> re.Pattern[str]:
         words = [*sorted(self.lexicon.locations, key=len, reverse=True), *_SIDE_WORDS]
         return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b")
@@ -263,7 +278,7 @@ class ConceptMatcher:
                 runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
                 if not self._accepts(sim, sim - runner_up):
                     continue
-                if kind == CONDITION and not names_the_condition(clause.text, refs[best][1]):
+                if kind == CONDITION and not names_the_condition(clause.text, refs[best][1], self._place_stems):
                     continue
                 if kind == "symptom" and (value in self._left_to_the_screen
                                           or self._elsewhere(clause.text, value, refs[best][1])

@@ -44,6 +44,11 @@ CASES = {
         "No fever and I'm not confused.",
     ),
     "severe_dyspnea": (["I'm short of breath, it's 9 out of 10.", "I can't breathe."], "I'm not short of breath."),
+    "sore_throat_with_airway_signs": (  # a sore throat with trismus or drooling: quinsy, epiglottitis
+        ["My throat's agony on the left and I can hardly open my mouth now.",
+         "This sore throat is so bad I'm dribbling because I can't swallow my own spit."],
+        "I've got a sore throat but I can open my mouth fine and I'm not drooling.",
+    ),
     "weight_loss_with_hemoptysis_or_night_sweats": (
         ["I've lost weight and I've had night sweats.", "I'm losing weight and coughing up blood."],
         "I haven't lost weight and no night sweats.",
@@ -167,6 +172,13 @@ def test_a_knock_to_the_head_alone_raises_nothing_and_with_a_warning_feature_it_
         assert "head_injury" not in {f.id for f in check_text_flags(quiet, opening=True)}, quiet
     said = "I smacked my head on the pavement when I slipped and I've been throwing up since."
     assert "head_injury" in {f.id for f in check_text_flags(said, opening=True)}
+
+
+def test_an_ordinary_sore_throat_raises_nothing():
+    """NICE CKS Sore throat (acute): most sore throats are self-limiting; the airway signs make the flag."""
+    for quiet in ("I've had a sore throat for three days, it hurts to swallow but I'm eating and drinking.",
+                  "My throat's scratchy and my voice has gone a bit croaky with this cold."):
+        assert not check_text_flags(quiet, opening=True), quiet
 
 
 def test_an_accidental_injury_is_no_hint_of_self_harm_and_a_deliberate_one_is():

@@ -546,10 +546,17 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     encoder = rules.encoder or default_encoder()
     emb = encoder.embed([gloss(c.text) for c in clauses])
     sims = emb @ ref_emb.T
-    if partly:  # ... except with a description that denies too ("... and not waking up": "... and not wake up")
-        affirmed = encoder.embed([gloss(clauses[i].affirmed) for i in partly]) @ ref_emb.T
-        sims[partly] = np.where(rules.denying_references[None, :], sims[partly], affirmed)
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
+    # how near each clause is to the nearest ordinary complaint, per description: by the same words as the description
+    nearest_ordinary = np.repeat(ordinary.max(axis=1)[:, None], len(refs), axis=1)
+    if partly:  # ... except with a description that denies too ("... and not waking up": "... and not wake up")
+        said = encoder.embed([gloss(clauses[i].affirmed) for i in partly])
+        sims[partly] = np.where(rules.denying_references[None, :], sims[partly], said @ ref_emb.T)
+        if rules.ordinary:  # and it is contrasted by what it affirms too: "I've got a sore throat but I can open
+            # my mouth fine" is an ordinary sore throat, not the trismus its denied words are near
+            affirmed_ordinary = (said @ rules.ordinary_embeddings.T).max(axis=1)[:, None]
+            nearest_ordinary[partly] = np.where(rules.denying_references[None, :], nearest_ordinary[partly],
+                                                affirmed_ordinary)
     negated = np.array([c.negated for c in clauses])[:, None]
     # a clause denied by a verdict ("I'm getting air in fine") says all is well: no negated description meets it
     says_not = np.array([bool(_NEGATION_WORD.search(c.text)) for c in clauses])[:, None]
@@ -560,7 +567,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     # complaint is the sign (a headache at 34 weeks); without it the rule raises nothing (:func:`_context_met`)
     in_context = np.array([rules.rules[i].context is not None for i, _, _ in refs])[None, :]
     screen = rules.screen
-    contrast = sims - ordinary.max(axis=1)[:, None]  # how much nearer to the description than to any ordinary one
+    contrast = sims - nearest_ordinary  # how much nearer to the description than to any ordinary one
     recall_first = np.array([rules.rules[i].recall_first for i, _, _ in refs])[None, :]
     # The low path reads only what can carry a hint: a clause that denies nothing, unless the description denies
     # too ("I've no thoughts of harming myself, if that's what you're wondering" is near self-harm by its denied

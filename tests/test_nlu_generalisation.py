@@ -320,7 +320,13 @@ def test_a_disclosed_suicide_plan_is_assessed_and_not_asked_again(store):
         doctor.append(session.send(reply).text)
     after = [d.lower() for d in [st.turns[-1].text, *doctor]]
     assert not any("have you had any thoughts of harming yourself or ending your life" in d for d in after), after
-    assert any("plans" in d for d in after) and any("act on them" in d for d in after), after
+    # the lethal dose looked up is a preparation told (C-SSRS): recorded in the patient's words, so the question about
+    # plans and preparations is not put; intent and what keeps them safe still are
+    item = next(it for status, it in cmas.slot_items(session.state().patient_state, "symptom")
+                if status == "positive" and it.get("value") == "suicidal ideation")
+    assert any("pills" in c for c in item.get("positive_characteristics") or []), item
+    assert not any("made any plans or preparations" in d for d in after), after
+    assert any("act on them" in d for d in after), after
     state = session.state().patient_state
     assert status_of(state, "symptom", "homicidal ideation") != "positive", state
     assert "harm_to_others" not in {f["id"] for f in session.state().red_flags}

@@ -107,8 +107,6 @@ class Rule:
     context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
     recall_first: bool = False  # a risk to life the patient may only hint at: raised as "possible" on less similarity
     patterns: tuple[re.Pattern[str], ...] = ()  # word combinations no phrase list spells (a harm verb and a person)
-    # a sentence these match says the words are not the flag ("only if I try to run"): their evidence is set aside
-    not_when: tuple[re.Pattern[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -267,7 +265,6 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if not isinstance(recall_first, bool):
             raise RuleError(f"{where}: 'recall_first' must be true or false")
         patterns = _patterns(r.get("patterns"), f"{where}: 'patterns'")
-        not_when = _patterns(r.get("not_when"), f"{where}: 'not_when'")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -288,7 +285,6 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 near_miss_ignored=near,
                 recall_first=recall_first,
                 patterns=patterns,
-                not_when=not_when,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -303,7 +299,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "not_when"}
+              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns"}
 
 
 def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
@@ -688,41 +684,11 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
             found.pop(rule.id, None)
         elif rule.id not in found:
             found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, {"text": text, "match": "context"}])
-    for rule in rules.rules:
-        if rule.not_when and rule.id in found:
-            flag = found[rule.id]
-            flag.evidence = [e for e in flag.evidence if not _said_otherwise(rule, text, e)]
-            if not flag.evidence:
-                del found[rule.id]
     if relative:
         for flag in found.values():
             for e in flag.evidence:
                 e["told_by"] = f"a guardian, speaking of their {relative} (read as the patient's own words)"
     return [found[r.id] for r in rules.rules if r.id in found]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _said_otherwise(rule: Rule, text: str, evidence: dict[str, Any]) -> bool:
-    """Whether the sentence (or sentences) an item of word evidence comes from matches one of the rule's
-    ``not_when`` patterns: "it's only if I try to jog that I can't get my breath" is breathlessness on effort, however
-    near "I can hardly breathe at rest" its clause is. State evidence is never set aside here."""
-    said = evidence.get("sentence") or evidence.get("text")
-    if not isinstance(said, str) or evidence.get("match") == "context":
-        return False
-    start = text.find(said)
-    if start < 0:
-        sentence = said
-    else:  # the sentences the evidence overlaps: a clause carries only part of what its sentence says
-        end, spans, at = start + len(said), [], 0
-        for piece in _SENTENCE_END.split(text):
-            at = text.find(piece, at)
-            if at < end and at + len(piece) > start:
-                spans.append(piece)
-            at += len(piece)
-        sentence = " ".join(spans) or said
-    return any(p.search(sentence) for p in rule.not_when)
 
 
 @lru_cache(maxsize=1)

@@ -255,6 +255,15 @@ def test_breathlessness_lying_flat_or_on_exertion_is_not_breathlessness_at_rest(
     assert at_rest.get("severe_dyspnea") == "emergency", at_rest
 
 
+def test_breathlessness_now_said_with_what_makes_it_worse_is_still_raised():
+    """A patient who cannot breathe says too what makes it worse ("even worse when I lie down", "if I walk at all I
+    have to stop"): the effort or the lying down does not make it breathlessness on exertion. A rule that set aside
+    every sentence naming effort or lying down (tried, and reverted) had missed both."""
+    for said in ("I'm really struggling to breathe and it's even worse when I lie down.",
+                 "I can't breathe properly and if I walk at all I have to stop after a few steps."):
+        assert "severe_dyspnea" in {f.id for f in check_text_flags(said, opening=True)}, said
+
+
 def test_a_verdict_that_all_is_well_raises_no_flag_by_its_denied_words():
     """"I'm getting air in fine" is denied by its verdict ("fine"), not by a negation: it is no match for a negated
     description ("I cannot get any air in even sitting down"), which only a clause that negates may meet. It had

@@ -168,6 +168,8 @@ def test_a_fever_with_rigors_and_no_urine_raises_sepsis(store):
     ("Since lunch nothing will come out and my bladder feels like it's bursting.", "infection"),  # a body part
     # shared names no illness of it
     ("My kidneys ache when I've been on my feet all day.", "kidney disease"),
+    ("Just after breakfast the vision in my left eye turned grey for a couple of minutes.", "pallor"),  # the sight
+    # went grey, not the face: a clinician's walkthrough of giant cell arteritis had recorded pallor
 ])
 def test_no_fact_is_invented_from_nearby_words(store, said, not_value):
     session = talk(store, said)

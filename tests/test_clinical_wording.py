@@ -243,6 +243,12 @@ def test_a_pain_said_later_somewhere_else_does_not_erase_the_head_pain(store):
     assert find_status(state, "symptom", "headache", default_vocabulary()) == "positive", state
 
 
+def test_a_new_temple_headache_with_a_tiring_jaw_in_later_life_is_raised(store):
+    session = talk(store, "I'm 71 and there's been a new ache over my right temple for a couple of weeks.",
+                   "My jaw gets sore after a minute or so of chewing.")
+    assert "giant_cell_arteritis" in {f["id"] for f in session.state().red_flags}
+
+
 def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):
     slots = _slots(nlu, "It seems to be quite dry really.", state={"positive_symptom": [{"value": "coughing"}]})
     assert not slots.get("positive_symptom"), slots

@@ -44,7 +44,7 @@ def first_turn_flags(nlu: ClinicalNLU, text: str) -> set[str]:
     """The flags a first patient turn raises, as the graph's red-flag node computes them (the state the NLU's frames
     make, and the patient's words), without a session per phrasing: 344 of them."""
     state = update_state({}, nlu.frames(text))
-    return {f.id for f in [*check_red_flags(state), *check_text_flags(text)]}
+    return {f.id for f in [*check_red_flags(state), *check_text_flags(text, state=state)]}
 
 
 def test_rule_phrasings_fire_and_their_negations_do_not():

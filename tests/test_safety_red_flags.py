@@ -253,6 +253,20 @@ def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
     assert {"dyspnea", "fainting", "hemoptysis"} <= vocab.ontology.codes["symptom"]
 
 
+@pytest.mark.parametrize(("age", "raised"), [("74", True), (None, True), ("34", False)])
+def test_a_rule_of_later_life_waits_for_the_age(rules, age, raised):
+    # giant cell arteritis (NICE CKS: 50 and over): a known younger age sets it aside; an age not yet told keeps it
+    state = {"positive_symptom": [{"value": "headache", "location": ["left temple"]}, {"value": "jaw claudication"}]}
+    if age is not None:
+        state["basic_information"] = [{"age": age}]
+    assert ("giant_cell_arteritis" in ids(state, rules)) is raised
+
+
+def test_a_headache_with_lost_sight_in_later_life_is_an_emergency(rules):
+    state = {"positive_symptom": [{"value": "headache"}, {"value": "vision loss"}], "basic_information": [{"age": "81"}]}
+    assert ("giant_cell_arteritis", "emergency") in levels(state, rules)
+
+
 @pytest.mark.parametrize(
     ("yaml_text", "match"),
     [
@@ -279,6 +293,8 @@ def test_every_rule_value_is_an_ontology_code_or_a_vocabulary_term(rules):
          "'near_miss_ignored' must be true or false"),
         ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [fever]}], patterns: ['(unclosed']}]",
          r"rules\.0: 'patterns'\.0: not a regular expression"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [fever]}], min_age: fifty}]",
+         "'min_age' must be a whole number of years"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):

@@ -252,10 +252,34 @@ def default_vocabulary() -> Vocabulary:
     return load_vocabulary()
 
 
-SITE_VALUES = {"chest": "chest pain"}
+SITE_VALUES = {"chest": "chest pain", "head": "headache", "jaw": "jaw pain"}
 """Body sites whose pain MediTOD records as a value of its own: the annotation guide's worked examples write ``chest
-pain`` (never ``pain`` located in the chest), and the shared dialogues do so 76 times in 76, while a pain in the
-abdomen, the joints or a calf is ``pain`` with a location (26, 25 and 12 times)."""
+pain`` (never ``pain`` located in the chest), and the shared dialogues do so 76 times in 76; they write ``headache``
+32 times and never a pain located in the head; ``jaw pain`` is a vocabulary value of its own. A pain in the abdomen,
+the joints or a calf is ``pain`` with a location (26, 25 and 12 times). The order is the precedence when a pain is
+at several of these sites: a chest pain that reaches the jaw is the chest pain, located at the jaw."""
+
+
+_SITE_PARTS = {
+    "upper chest": "chest", "lower chest": "chest", "side of the chest": "chest",
+    "forehead": "head", "temple": "head", "temples": "head", "back of head": "head", "occiput": "head",
+    "top of the head": "head",
+}
+"""Places of the ontology that are part of a site of :data:`SITE_VALUES`: a pain at the left temple is a headache
+(located at the left temple), one at the side of the chest a chest pain."""
+
+
+def site_of(place: str) -> str | None:
+    """The site of :data:`SITE_VALUES` that ``place`` is, or is part of (its side aside), if any."""
+    bare = without_side(place)
+    site = _SITE_PARTS.get(bare, bare)
+    return site if site in SITE_VALUES else None
+
+
+def sited_pain(places: list[str]) -> str | None:
+    """The site whose pain is a value of its own (:data:`SITE_VALUES`, in its precedence) among ``places``, if any."""
+    sites = {site_of(p) for p in places}
+    return next((site for site in SITE_VALUES if site in sites), None)
 
 
 # A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.

@@ -107,6 +107,7 @@ class Rule:
     context: Context | None = None  # the words raise the rule only where this is known (:class:`Context`)
     recall_first: bool = False  # a risk to life the patient may only hint at: raised as "possible" on less similarity
     patterns: tuple[re.Pattern[str], ...] = ()  # word combinations no phrase list spells (a harm verb and a person)
+    min_age: int | None = None  # a patient known to be younger does not have it (giant cell arteritis: 50 and over)
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if not isinstance(recall_first, bool):
             raise RuleError(f"{where}: 'recall_first' must be true or false")
         patterns = _patterns(r.get("patterns"), f"{where}: 'patterns'")
+        min_age = r.get("min_age")
+        if min_age is not None and (isinstance(min_age, bool) or not isinstance(min_age, int) or min_age < 1):
+            raise RuleError(f"{where}: 'min_age' must be a whole number of years")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -285,6 +289,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 near_miss_ignored=near,
                 recall_first=recall_first,
                 patterns=patterns,
+                min_age=min_age,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -299,7 +304,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns"}
+              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "min_age"}
 
 
 def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
@@ -470,6 +475,22 @@ def _rule_evidence(
     return unique, level
 
 
+def patient_age(state: dict[str, Any] | None) -> int | None:
+    """The patient's age in whole years as the state records it (``basic_information``), if it reads as one."""
+    for record in (state or {}).get("basic_information") or []:
+        match = re.match(r"\s*(\d{1,3})\b", str(record.get("age", "")))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def too_young(rule: Rule, state: dict[str, Any] | None) -> bool:
+    """Whether the patient is known to be younger than the rule's ``min_age``. An age not yet told keeps the rule
+    (recall first: a new headache with jaw pain in a patient of unknown age is raised, and the age is asked)."""
+    age = patient_age(state)
+    return rule.min_age is not None and age is not None and age < rule.min_age
+
+
 def check_red_flags(state: dict[str, Any], rules: RuleSet | None = None) -> list[RedFlag]:
     """The rules the state satisfies, in rule order, each with its evidence, at the rule's level or the level an
     ``any_of`` condition that holds raises it to (suspected DKA). A rule satisfied only with items the patient was
@@ -478,6 +499,8 @@ def check_red_flags(state: dict[str, Any], rules: RuleSet | None = None) -> list
     rules = rules or default_rules()
     flags = []
     for rule in rules.rules:
+        if too_young(rule, state):
+            continue
         if (found := _rule_evidence(rule, state, rules.vocab, uncertain=False)) is not None:
             evidence, level = found
             flags.append(RedFlag(rule.id, rule.message, level, evidence))
@@ -684,6 +707,9 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
             found.pop(rule.id, None)
         elif rule.id not in found:
             found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, {"text": text, "match": "context"}])
+    for rule in rules.rules:
+        if rule.id in found and too_young(rule, state):
+            del found[rule.id]
     if relative:
         for flag in found.values():
             for e in flag.evidence:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent.core.ontology import SITE_VALUES, Vocabulary
+from agent.core.ontology import SITE_VALUES, Vocabulary, sited_pain, without_side
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
@@ -219,11 +219,11 @@ class DetailReader:
         spreads)."""
         for (name, value), item in list(frame.items.items()):
             places = item.get("location") or []
-            site = next((s for s in places if s in SITE_VALUES), None) if value == "pain" else None
+            site = sited_pain(places) if value == "pain" else None
             if site is None:
                 continue
             renamed = frame.rename(name, value, SITE_VALUES[site])
-            rest = [p for p in places if p != site]
+            rest = [p for p in places if without_side(p) != site]  # the site is in the name; a part of it stays
             if rest:
                 renamed["location"] = rest
             else:

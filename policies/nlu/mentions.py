@@ -14,7 +14,7 @@ from functools import cached_property
 
 from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
-from agent.core.ontology import SITE_VALUES
+from agent.core.ontology import SITE_VALUES, site_of
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon
 from policies.nlu.observations import finding, observed
@@ -238,7 +238,7 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
     if places:  # a bare pain whose own words place it at a site MediTOD names ("a sharp pain in my chest") is that
         for m in mentions:  # pain now, so another pain said elsewhere in the turn ("my calf is sore") stays its own
             said = set(_body_parts(parts.get(id(m), m.sentence), places))
-            if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := said.pop()) in SITE_VALUES:
+            if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := site_of(said.pop())):
                 m.value = SITE_VALUES[site]
     specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
     known = [it["value"] for it in state.get("positive_symptom") or [] if pain_kind(str(it.get("value", "")))]

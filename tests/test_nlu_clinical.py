@@ -317,6 +317,17 @@ def test_an_onset_said_as_a_time_of_day_is_the_onset(nlu):
     assert item(s, "positive_symptom", "headache")["onset"] == "6 o'clock this morning"
 
 
+@pytest.mark.parametrize(("said", "value", "onset"), [
+    ("My ankles have been swelling up for the past fortnight.", "swelling", "a fortnight ago"),
+    ("Over the last month I've been coughing most nights.", "coughing", "a month ago"),
+    ("I've felt sick on and off for a fortnight or so.", "nausea", "a fortnight ago"),
+])
+def test_the_last_unit_of_time_is_one_of_them(nlu, said, value, onset):
+    # "the past fortnight" and "the last month" count one unit back, as "a fortnight ago" and "a month ago" do
+    s = slots(nlu.frames(said))
+    assert item(s, "positive_symptom", value)["onset"] == onset, s
+
+
 def test_an_ache_said_of_a_headache_is_the_headache_and_one_with_a_place_is_not(nlu):
     # "it's a dull pressing ache" while the headache is being characterised describes the headache (not a second
     # pain, whose whole history would be asked again); an ache the patient places elsewhere is that place's pain

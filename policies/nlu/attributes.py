@@ -29,7 +29,7 @@ without one names no pain by meaning ("my throat feels tight" is no sore throat)
 
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
         r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|a|an)")
-_UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?)"
+_UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?)"
 _HEDGE = (
     r"(?:(?:about|around|like|roughly|maybe|probably|almost|nearly|over|at least|the|um|uh|just|these|last|past)\s+)*"
 )
@@ -40,6 +40,8 @@ _ONSET_PATTERNS = [
     # "for the last few months", "for two weeks", "over the past couple of days", "these last 2 days"
     re.compile(rf"\b(?:for|over|in|since|during|these|this)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
     re.compile(rf"\b(?:started|began|start|begun|came on|it's been|been)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
+    # "for the past fortnight", "over the last month": one unit back (the number left unsaid)
+    re.compile(r"\b(?:for|over|in|during|since)\s+the\s+(?:past|last)\s+(?P<n>)(?P<u>week|fortnight|month|year)\b"),
 ]
 _SINCE = re.compile(
     r"\b(since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last (?:week|night|month|year)"
@@ -247,7 +249,7 @@ def _amount(n: str) -> str:
     for prefix in ("a couple of", "a few", "a couple"):
         if n == prefix:
             return {"a couple of": "couple of", "a few": "few", "a couple": "couple of"}[prefix]
-    return "1" if n in ("a", "an") else n
+    return "1" if n in ("a", "an", "") else n  # "" : "the past fortnight", one unit unsaid
 
 
 _BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b")

@@ -249,6 +249,32 @@ def test_a_new_temple_headache_with_a_tiring_jaw_in_later_life_is_raised(store):
     assert "giant_cell_arteritis" in {f["id"] for f in session.state().red_flags}
 
 
+@pytest.mark.parametrize(("said", "value"), [
+    # vocabulary gaps the presentation plans named, now HPO terms (configs/vocabulary/hpo_terms.yaml)
+    ("Both hands have felt stiff in the joints every morning this month.", "joint stiffness"),
+    ("It's tender on my scalp when I put my head on the pillow.", "scalp tenderness"),
+    pytest.param("I just can't concentrate on the telly or a book lately.", "poor concentration",
+                 marks=pytest.mark.xfail(strict=True, reason="a verb said for the noun ('can't concentrate' for "
+                                                             "'poor concentration') has no mechanism yet")),
+    ("My mouth has been really dry since the new tablets.", "dry mouth"),
+])
+def test_a_complaint_the_plans_named_as_a_gap_is_recorded(nlu, said, value):
+    assert value in _slots(nlu, said).get("positive_symptom", set())
+
+
+@pytest.mark.parametrize(("said", "value", "status"), [
+    ("My ankles look swollen by the evening.", "swelling", "positive_symptom"),
+    ("My eyesight has gone all blurry this week.", "visual impairment", "positive_symptom"),
+    ("My mouth isn't dry at all.", "dry mouth", "negative_symptom"),
+])
+def test_a_quality_said_of_the_body_part_is_the_listed_complaint(nlu, said, value, status):
+    assert value in _slots(nlu, said).get(status, set())
+
+
+def test_a_part_said_first_in_a_phrase_is_not_read_from_a_pain_that_is_back(nlu):
+    assert _slots(nlu, "The pain is back again today.").get("positive_symptom") == {"pain"}
+
+
 def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):
     slots = _slots(nlu, "It seems to be quite dry really.", state={"positive_symptom": [{"value": "coughing"}]})
     assert not slots.get("positive_symptom"), slots

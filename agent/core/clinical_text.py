@@ -202,15 +202,19 @@ class PhraseFinder:
     """Phrases -> keys, found with their ConText status. The pipeline is built on first use (about 3 s)."""
 
     def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None,
-                 spans: Callable[[str], list[tuple[int, int, str]]] | None = None):
+                 spans: Callable[[str], list[tuple[int, int, str]]] | None = None, parts: Iterable[str] = ()):
         self._phrases = list(phrases)  # (phrase, key)
+        # body-part words: a listed "<quality> <part>" ("dry mouth") is also said of the part ("my mouth has been
+        # really dry", "stiff in the joints"; :meth:`_predicative_matches`)
+        self._parts = frozenset(word_stem(p) for p in parts)
         self._words = words  # a single word -> key, for open sets no list spells out (generic drugs by INN stem)
         # text -> (char start, char end, key): what a phrase list cannot spell (a colour said of a fluid, a number
         # read off a meter); read by ConText like the phrases, and a listed phrase it overlaps gives way to it
         self._spans = spans
 
     @cached_property
-    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher, PhraseMatcher], dict[str, str]]:
+    def _pipeline(self) -> tuple[Language, tuple[PhraseMatcher, PhraseMatcher, PhraseMatcher, PhraseMatcher],
+                                 dict[str, str]]:
         from spacy.lang.en.stop_words import STOP_WORDS
         from spacy.matcher import PhraseMatcher
 
@@ -218,6 +222,7 @@ class PhraseFinder:
         exact = PhraseMatcher(nlp.vocab, attr="LOWER")
         inflected = PhraseMatcher(nlp.vocab, attr="NORM")
         linked = PhraseMatcher(nlp.vocab, attr="NORM")  # without "be" and "have" (:meth:`_linked_matches`)
+        predicative = PhraseMatcher(nlp.vocab, attr="NORM")  # "<part> ... <quality>" (:meth:`_predicative_matches`)
         keys: dict[str, str] = {}
         for i, (phrase, key) in enumerate(self._phrases):
             label = f"P{i}"
@@ -231,7 +236,15 @@ class PhraseFinder:
             # verb makes ("if I were gone" is no "if I go") keeps it
             if len(bare) > 1 and (len(bare) == len(doc) or sum(w.lower() not in STOP_WORDS for w in bare) > 1):
                 linked.add(label, [_stemmed(nlp.make_doc(" ".join(bare)))])
-        return nlp, (exact, inflected, linked), keys
+            if self._parts and len(doc) == 2 and not {t.lower_ for t in doc} & STOP_WORDS:
+                first, second = (word_stem(t.lower_) in self._parts for t in doc)
+                if first != second:  # "dry mouth" (a quality, then the part) or "scalp tenderness" (the part first)
+                    part, quality = (doc[1].lower_, doc[0].lower_) if second else (doc[0].lower_, doc[1].lower_)
+                    forms = [*(f"{quality} {p} {part}" for p in _PART_PREPOSITIONS),
+                             *(f"{quality} {p} {d} {part}" for p in _PART_PREPOSITIONS for d in _PART_DETERMINERS)]
+                    forms += [f"{part} {quality}"] if second else []  # the part first is the phrase's own order
+                    predicative.add(label, [_stemmed(nlp.make_doc(f)) for f in forms])
+        return nlp, (exact, inflected, linked, predicative), keys
 
     def find(self, text: str) -> tuple[list[Found], list[str]]:
         """The matches in ``text`` and its sentences (as written). A phrase matches as written or inflected ("heart
@@ -242,7 +255,7 @@ class PhraseFinder:
 
         if not text.strip():
             return [], []
-        nlp, (exact, inflected, linked), keys = self._pipeline
+        nlp, (exact, inflected, linked, predicative), keys = self._pipeline
         doc = nlp.make_doc(text)
         for name, proc in nlp.pipeline:
             if name == "medspacy_context":
@@ -250,6 +263,10 @@ class PhraseFinder:
                 found = [*exact(doc), *inflected(_stemmed(doc))]
                 without, denied = self._linked_matches(doc, linked)
                 found += without
+                if self._parts:
+                    said_of, denied_of = self._predicative_matches(doc, predicative)
+                    found += said_of
+                    denied |= denied_of
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
                 spanned = self._span_matches(doc)
@@ -295,6 +312,31 @@ class PhraseFinder:
                 denied.add((first, last))
         return out, denied
 
+    @staticmethod
+    def _predicative_matches(doc: Doc, predicative: PhraseMatcher) -> tuple[list[tuple[int, int, int]],
+                                                                          set[tuple[int, int]]]:
+        """A listed quality of a body part said of the part ("dry mouth": "my mouth has been really dry", "my joints
+        feel stiff", "stiff in the joints", "tender on my scalp"): matched on the text without the linking verbs and
+        degree words between them (:data:`_PREDICATIVE_SKIP`), each match spanning the words as written. Only a
+        two-word phrase with one body part, the other word its quality: "back pain" is never read from "the pain is
+        back" (a part said first in the phrase is only read after its quality: "pain in my back"). A "not" among the words left out ("my mouth isn't dry") denies the match, as in
+        :meth:`_linked_matches`."""
+        from spacy.tokens import Doc as _Doc
+
+        keep = [t.i for t in doc if not (t.lower_ in _PREDICATIVE_SKIP or (
+            t.lower_ in _LINK_NEGATIONS and t.i > 0 and doc[t.i - 1].lower_ in _PREDICATIVE_SKIP))]
+        kept = set(keep)
+        view = _Doc(doc.vocab, words=[doc[i].text for i in keep], spaces=[True] * len(keep))
+        for t, i in zip(view, keep, strict=True):
+            t.norm_ = doc[i].norm_
+        out, denied = [], set()
+        for label, start, end in predicative(view):
+            first, last = keep[start], keep[end - 1] + 1
+            out.append((label, first, last))
+            if any(doc[i].lower_ in _LINK_NEGATIONS for i in range(first, last) if i not in kept):
+                denied.add((first, last))
+        return out, denied
+
     def _span_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         """``(label, start, end)`` of each span the ``spans`` function finds, labelled ``W:<key>``."""
         if self._spans is None:
@@ -318,10 +360,22 @@ class PhraseFinder:
 
 _WORD = "W:"
 _LINK_NEGATIONS = frozenset({"not", "n't", "n’t"})
+
 _LINKING = frozenset({"is", "are", "was", "were", "'s", "’s", "'re", "’re", "has", "have", "had", "'ve", "’ve",
                       "been", "being"})
 """The words a patient puts between the words of a listed phrase ("my throat's closing", "my legs have been
 swelling"): forms of "be" and "have", and a "not" after one of them ("isn't"; :meth:`PhraseFinder._linked_matches`)."""
+_PREDICATIVE_SKIP = _LINKING | frozenset({
+    "feel", "feels", "felt", "feeling", "get", "gets", "got", "getting", "gone", "go", "goes", "going", "went",
+    "seem", "seems", "seemed", "look", "looks", "looked", "become", "becomes", "became", "does", "do", "did",
+    "really", "very", "so", "quite", "pretty", "too", "always", "constantly", "terribly", "awfully", "extremely",
+    "incredibly", "all", "a", "bit", "little", "kind", "sort", "of", "still", "also", "just", "more", "and"})
+"""What a patient puts between a body part and the quality said of it ("my mouth has been really dry", "my joints
+feel a bit stiff"): linking verbs, degree words and a "not" after them (which denies; :meth:`PhraseFinder.
+_predicative_matches`)."""
+_PART_PREPOSITIONS = ("in", "on", "at", "around", "behind", "across")
+_PART_DETERMINERS = ("my", "the", "both", "his", "her", "their", "your", "our", "one")
+"""A quality said before its part: "stiff in the joints", "tender on my scalp"."""
 _IRREGULAR = {"thrown": "throw", "threw": "throw", "felt": "feel", "lost": "lose", "bled": "bleed", "fell": "fall",
               "fallen": "fall", "woke": "wake", "woken": "wake", "broke": "break", "broken": "break",
               "swollen": "swell", "spat": "spit", "brought": "bring", "came": "come", "went": "go", "gone": "go",

@@ -16,7 +16,7 @@ from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES, site_of
 from policies.nlu import attributes as attr
-from policies.nlu.lexicon import CONDITION, Lexicon
+from policies.nlu.lexicon import CONDITION, Lexicon, body_part_words
 from policies.nlu.observations import finding, observed
 
 
@@ -43,7 +43,7 @@ class MentionFinder:
     def finder(self) -> PhraseFinder:
         self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
         return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug,
-                            spans=observed)
+                            spans=observed, parts=body_part_words(self.lexicon))
 
     @cached_property
     def _conditions(self) -> dict[str, str]:

@@ -270,3 +270,18 @@ def test_a_verdict_that_all_is_well_raises_no_flag_by_its_denied_words():
     raised the severe-breathlessness emergency in a clinician's walkthrough of a quinsy."""
     assert "severe_dyspnea" not in {f.id for f in check_text_flags("No trouble breathing, I'm getting air in fine.")}
     assert "suicidal_ideation" in {f.id for f in check_text_flags("I just don't want to be here any more.")}
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("My chest has felt so heavy since I got up.", "acute_coronary_syndrome"),
+    ("His skin has gone all mottled and he's burning up.", "sepsis"),
+    ("Her lips have gone really swollen after the cashew nuts.", "anaphylaxis"),
+])
+def test_a_red_flag_quality_said_of_the_part_is_its_phrase(said, rule):
+    # the rules' "<quality> <part>" phrases ("heavy chest", "mottled skin") said of the part, words between
+    flags = {f.id: f for f in check_text_flags(said, opening=True)}
+    assert rule in flags and any(e.get("match") == "phrase" for e in flags[rule].evidence), flags
+
+
+def test_a_red_flag_quality_denied_of_the_part_raises_nothing():
+    assert not check_text_flags("My chest isn't heavy at all, it's just my back.", opening=True)

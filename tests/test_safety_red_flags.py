@@ -263,7 +263,8 @@ def test_a_rule_of_later_life_waits_for_the_age(rules, age, raised):
 
 
 def test_a_headache_with_lost_sight_in_later_life_is_an_emergency(rules):
-    state = {"positive_symptom": [{"value": "headache"}, {"value": "vision loss"}], "basic_information": [{"age": "81"}]}
+    state = {"positive_symptom": [{"value": "headache"}, {"value": "vision loss"}],
+             "basic_information": [{"age": "81"}]}
     assert ("giant_cell_arteritis", "emergency") in levels(state, rules)
 
 

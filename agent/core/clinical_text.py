@@ -242,7 +242,7 @@ class PhraseFinder:
                     part, quality = (doc[1].lower_, doc[0].lower_) if second else (doc[0].lower_, doc[1].lower_)
                     forms = [*(f"{quality} {p} {part}" for p in _PART_PREPOSITIONS),
                              *(f"{quality} {p} {d} {part}" for p in _PART_PREPOSITIONS for d in _PART_DETERMINERS)]
-                    forms += [f"{part} {quality}"] if second else []  # the part first is the phrase's own order
+                    forms.append(f"{part} {quality}")  # "my tongue has gone all swollen": the words between left out
                     predicative.add(label, [_stemmed(nlp.make_doc(f)) for f in forms])
         return nlp, (exact, inflected, linked, predicative), keys
 
@@ -319,8 +319,8 @@ class PhraseFinder:
         feel stiff", "stiff in the joints", "tender on my scalp"): matched on the text without the linking verbs and
         degree words between them (:data:`_PREDICATIVE_SKIP`), each match spanning the words as written. Only a
         two-word phrase with one body part, the other word its quality: "back pain" is never read from "the pain is
-        back" (a part said first in the phrase is only read after its quality: "pain in my back"). A "not" among the words left out ("my mouth isn't dry") denies the match, as in
-        :meth:`_linked_matches`."""
+        back" (a part said first in the phrase is only read after its quality: "pain in my back"). A "not" among the
+        words left out ("my mouth isn't dry") denies the match, as in :meth:`_linked_matches`."""
         from spacy.tokens import Doc as _Doc
 
         keep = [t.i for t in doc if not (t.lower_ in _PREDICATIVE_SKIP or (

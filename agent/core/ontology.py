@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -298,6 +298,23 @@ def without_side(location: str) -> str:
     their own. The one home of this reading: the plans' places, the pain's name and the sex of a part use it."""
     loc = re.sub(r"\s*\((?:l|r)\)$", "", normalize(location))
     return re.sub(r"^(?:left|right) (?=\S)", "", loc) if loc not in ("left side", "right side") else loc
+
+
+_DESCRIBED = frozenset("""vision eyesight sight hearing voice memory breathing breath skin scalp hair nails urine wee
+pee stools stool poo periods tongue lips gums face bladder bowels heart head throat stomach tummy belly back hand hands
+foot feet joint joints muscle muscles ribs""".split())
+"""What patients describe besides the ontology's places: the faculties and the things they pass ("my vision's
+blurred", "my urine is dark", "my periods are heavy"), and the everyday names of parts the ontology names otherwise
+("throat" for the pharynx)."""
+_NOT_A_PART = frozenset({"everywhere", "abdominal", "pelvic", "epigastric", "palace", "nowhere"})
+
+
+def body_part_words(sites: Iterable[str]) -> frozenset[str]:
+    """The one-word parts among ``sites`` (location names; a side or a coded suffix dropped: "eye(L)" is "eye"), and
+    :data:`_DESCRIBED`: the words a quality can be said of ("my mouth has been dry"), for the phrase finder's
+    predicative reading (``clinical_text.PhraseFinder(parts=...)``)."""
+    bare = {re.sub(r"\s*\((?:l|r)\)$", "", normalize(s)) for s in sites}
+    return frozenset(w for w in bare if w and " " not in w and "(" not in w and w not in _NOT_A_PART) | _DESCRIBED
 
 
 def symptom_names(value: str, item: dict[str, Any]) -> list[str]:

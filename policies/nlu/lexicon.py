@@ -20,6 +20,7 @@ from agent.core import cmas
 from agent.core.clinical_text import looks_plural, near_misses, singular
 from agent.core.lay_terms import lay_phrases
 from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.ontology import body_part_words as ontology_part_words
 from agent.core.paths import REPO_ROOT
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
@@ -227,17 +228,10 @@ def _ontology_locations(vocab: Vocabulary) -> dict[str, str]:
     return out
 
 
-_DESCRIBED = frozenset("""vision eyesight sight hearing voice memory breathing breath skin scalp hair nails urine wee
-pee stools stool poo periods tongue lips gums face bladder bowels heart""".split())
-"""What patients describe besides the body's places: the faculties and the things they pass ("my vision's blurred",
-"my urine is dark", "my periods are heavy")."""
-_NOT_A_PART = frozenset({"everywhere", "abdominal", "pelvic", "epigastric", "palace"})
-
-
 def body_part_words(lexicon: Lexicon) -> frozenset[str]:
-    """The one-word body parts the lexicon's locations name, and :data:`_DESCRIBED`: the words a quality can be said
-    of ("my mouth has been dry"), for the phrase finder's predicative reading (``PhraseFinder(parts=...)``)."""
-    return frozenset(p for p in lexicon.locations if " " not in p and p not in _NOT_A_PART) | _DESCRIBED
+    """The parts a quality can be said of (:func:`agent.core.ontology.body_part_words`), the lexicon's lay locations
+    ("tummy", "belly") among them, for the phrase finder's predicative reading (``PhraseFinder(parts=...)``)."""
+    return ontology_part_words(lexicon.locations)
 
 
 @lru_cache(maxsize=2)

@@ -253,9 +253,7 @@ def test_a_new_temple_headache_with_a_tiring_jaw_in_later_life_is_raised(store):
     # vocabulary gaps the presentation plans named, now HPO terms (configs/vocabulary/hpo_terms.yaml)
     ("Both hands have felt stiff in the joints every morning this month.", "joint stiffness"),
     ("It's tender on my scalp when I put my head on the pillow.", "scalp tenderness"),
-    pytest.param("I just can't concentrate on the telly or a book lately.", "poor concentration",
-                 marks=pytest.mark.xfail(strict=True, reason="a verb said for the noun ('can't concentrate' for "
-                                                             "'poor concentration') has no mechanism yet")),
+    ("I just can't concentrate on the telly or a book lately.", "poor concentration"),
     ("My mouth has been really dry since the new tablets.", "dry mouth"),
 ])
 def test_a_complaint_the_plans_named_as_a_gap_is_recorded(nlu, said, value):
@@ -273,6 +271,14 @@ def test_a_quality_said_of_the_body_part_is_the_listed_complaint(nlu, said, valu
 
 def test_a_part_said_first_in_a_phrase_is_not_read_from_a_pain_that_is_back(nlu):
     assert _slots(nlu, "The pain is back again today.").get("positive_symptom") == {"pain"}
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("These days I find it hard to swallow even soft food.", "dysphagia"),
+    ("Since the fall I'm unable to concentrate for long.", "poor concentration"),
+])
+def test_a_difficulty_said_as_an_inability_is_the_listed_difficulty(nlu, said, value):
+    assert value in _slots(nlu, said).get("positive_symptom", set())
 
 
 def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):

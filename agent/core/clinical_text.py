@@ -244,6 +244,8 @@ class PhraseFinder:
                              *(f"{quality} {p} {d} {part}" for p in _PART_PREPOSITIONS for d in _PART_DETERMINERS)]
                     forms.append(f"{part} {quality}")  # "my tongue has gone all swollen": the words between left out
                     predicative.add(label, [_stemmed(nlp.make_doc(f)) for f in forms])
+            if (done := _inability_of(doc)) is not None:  # "poor concentration": "I can't concentrate"
+                predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
         return nlp, (exact, inflected, linked, predicative), keys
 
     def find(self, text: str) -> tuple[list[Found], list[str]]:
@@ -263,10 +265,9 @@ class PhraseFinder:
                 found = [*exact(doc), *inflected(_stemmed(doc))]
                 without, denied = self._linked_matches(doc, linked)
                 found += without
-                if self._parts:
-                    said_of, denied_of = self._predicative_matches(doc, predicative)
-                    found += said_of
-                    denied |= denied_of
+                said_of, denied_of = self._predicative_matches(doc, predicative)
+                found += said_of
+                denied |= denied_of
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
                 spanned = self._span_matches(doc)
@@ -373,6 +374,26 @@ _PREDICATIVE_SKIP = _LINKING | frozenset({
 """What a patient puts between a body part and the quality said of it ("my mouth has been really dry", "my joints
 feel a bit stiff"): linking verbs, degree words and a "not" after them (which denies; :meth:`PhraseFinder.
 _predicative_matches`)."""
+_DIFFICULTY = frozenset({"poor", "difficulty", "difficulties", "trouble", "problems", "problem", "lack", "reduced",
+                         "impaired", "decreased", "inability", "unable"})
+_INABILITY = ("can't", "cannot", "can not", "couldn't", "could not", "unable to", "struggle to", "struggling to",
+              "struggled to", "hard to", "difficult to")
+"""A difficulty named as a noun ("poor concentration", "difficulty swallowing") is said as an inability to do it ("I
+just can't concentrate", "I'm struggling to swallow"): :func:`_inability_of`."""
+
+
+def _inability_of(doc: Doc) -> str | None:
+    """The one thing a listed difficulty is about ("concentration" of "poor concentration", "swallowing" of
+    "difficulty with swallowing"), compared by its stem with the verb a patient uses; None for other phrases."""
+    words = [t.lower_ for t in doc]
+    if len(words) < 2 or words[0] not in _DIFFICULTY:
+        return None
+    rest = words[1:]
+    if rest[0] in ("of", "with", "in", "to") and len(rest) == 2:
+        rest = rest[1:]
+    return rest[0] if len(rest) == 1 and rest[0].isalpha() and len(rest[0]) > 3 else None
+
+
 _PART_PREPOSITIONS = ("in", "on", "at", "around", "behind", "across")
 _PART_DETERMINERS = ("my", "the", "both", "his", "her", "their", "your", "our", "one")
 """A quality said before its part: "stiff in the joints", "tender on my scalp"."""

@@ -140,6 +140,9 @@ class Vocabulary:
     table: dict[str, dict[str, str | None]]
     names: dict[str, dict[str, str]] = field(default_factory=dict)
     drug_class: Callable[[str], str | None] | None = None  # a generic drug's class by its INN stem (lay_terms)
+    # (base, value) -> canonical: the red-flag rules and the policy ask the same few hundred pairs every turn (about
+    # 1,300 lookups a turn, most of a turn's rule time before this memo); emptied when loading changes the tables
+    _canonical: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def code(self, base: str, value: str) -> str | None:
         """The ontology code ``value`` names as slot type ``base``: the code itself, the mapping table, or (for
@@ -181,6 +184,14 @@ class Vocabulary:
         (the value itself, or the known value it is another name of, British spellings read as US ones:
         "hypercholesterolaemia", "oedema"; a generic drug stands for its INN-stem class); None when the vocabulary
         does not know it."""
+        key = (base, value)
+        if key not in self._canonical:
+            if len(self._canonical) >= _CANONICAL_MEMO:  # a model NLU's free values must not grow it without end
+                self._canonical.clear()
+            self._canonical[key] = self._resolve(base, value)
+        return self._canonical[key]
+
+    def _resolve(self, base: str, value: str) -> str | None:
         for form in dict.fromkeys((normalize(value), _us_spelling(normalize(value)))):
             target = form if self._listed(base, form) else self.names.get(base, {}).get(form)
             if target is None and base == "medication":
@@ -195,11 +206,16 @@ class Vocabulary:
     def same(self, base: str, a: str, b: str) -> bool:
         """True when ``a`` and ``b`` name one concept of slot type ``base``: equal, one ontology code, or one known
         value through its other names. The one item identity (state merge, policy, cards, simulators, scorers)."""
-        if normalize(a) == normalize(b):
+        if a == b:
             return True
-        ca = self.canonical(base, a)
-        return ca is not None and ca == self.canonical(base, b)
+        ca = self.canonical(base, a)  # a function of the normalised value, so equal forms resolve alike
+        if ca is not None:
+            return ca == self.canonical(base, b)
+        return normalize(a) == normalize(b)
 
+
+_CANONICAL_MEMO = 50_000
+"""At most this many resolved (slot type, value) pairs are kept (:meth:`Vocabulary.canonical`)."""
 
 _BRITISH = re.compile(r"(?<=[a-z])(ae|oe)(?=[a-z])")
 
@@ -244,6 +260,7 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
         vocab.names = {base: {n: v for n, v in names.items() if vocab.known(base, v)}
                        for base, names in other_names().items()}
         vocab.drug_class = inn_stems().drug_class
+    vocab._canonical.clear()  # nothing resolved while the tables were being filled stays
     return vocab
 
 

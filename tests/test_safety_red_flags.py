@@ -262,6 +262,15 @@ def test_a_rule_of_later_life_waits_for_the_age(rules, age, raised):
     assert ("giant_cell_arteritis" in ids(state, rules)) is raised
 
 
+def test_a_red_eye_with_headache_and_blurred_sight_is_the_red_eye_not_arteritis(rules):
+    # acute angle closure (NICE CKS Red eye): the red-eye rule covers it, and the interview stays on the eye
+    state = {"positive_symptom": [{"value": "eye redness"}, {"value": "pain", "location": ["right eye"]},
+                                  {"value": "headache"}, {"value": "visual impairment"}],
+             "basic_information": [{"age": "66"}]}
+    got = ids(state, rules)
+    assert "sight_threatening_red_eye" in got and "giant_cell_arteritis" not in got
+
+
 def test_a_headache_with_lost_sight_in_later_life_is_an_emergency(rules):
     state = {"positive_symptom": [{"value": "headache"}, {"value": "vision loss"}],
              "basic_information": [{"age": "81"}]}

@@ -298,20 +298,7 @@ class PhraseFinder:
         "not" among the words left out ("my ankle isn't swelling") sits inside the match, where ConText cannot read
         it as a cue: those matches are returned apart, denied. ``linked``: the phrases without those words, stemmed
         (a listed "throat is closing" meets "my throat's closing"); reads the stems :func:`_stemmed` set on ``doc``."""
-        from spacy.tokens import Doc as _Doc
-
-        keep = _unlinked(doc)
-        kept = set(keep)
-        view = _Doc(doc.vocab, words=[doc[i].text for i in keep], spaces=[True] * len(keep))
-        for t, i in zip(view, keep, strict=True):
-            t.norm_ = doc[i].norm_
-        out, denied = [], set()
-        for label, start, end in linked(view):
-            first, last = keep[start], keep[end - 1] + 1
-            out.append((label, first, last))
-            if any(doc[i].lower_ in _LINK_NEGATIONS for i in range(first, last) if i not in kept):
-                denied.add((first, last))
-        return out, denied
+        return _matches_without(doc, _unlinked(doc), linked)
 
     @staticmethod
     def _predicative_matches(doc: Doc, predicative: PhraseMatcher) -> tuple[list[tuple[int, int, int]],
@@ -322,21 +309,9 @@ class PhraseFinder:
         two-word phrase with one body part, the other word its quality: "back pain" is never read from "the pain is
         back" (a part said first in the phrase is only read after its quality: "pain in my back"). A "not" among the
         words left out ("my mouth isn't dry") denies the match, as in :meth:`_linked_matches`."""
-        from spacy.tokens import Doc as _Doc
-
         keep = [t.i for t in doc if not (t.lower_ in _PREDICATIVE_SKIP or (
             t.lower_ in _LINK_NEGATIONS and t.i > 0 and doc[t.i - 1].lower_ in _PREDICATIVE_SKIP))]
-        kept = set(keep)
-        view = _Doc(doc.vocab, words=[doc[i].text for i in keep], spaces=[True] * len(keep))
-        for t, i in zip(view, keep, strict=True):
-            t.norm_ = doc[i].norm_
-        out, denied = [], set()
-        for label, start, end in predicative(view):
-            first, last = keep[start], keep[end - 1] + 1
-            out.append((label, first, last))
-            if any(doc[i].lower_ in _LINK_NEGATIONS for i in range(first, last) if i not in kept):
-                denied.add((first, last))
-        return out, denied
+        return _matches_without(doc, keep, predicative)
 
     def _span_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
         """``(label, start, end)`` of each span the ``spans`` function finds, labelled ``W:<key>``."""
@@ -467,6 +442,26 @@ def word_stem(word: str) -> str:
             w.endswith("y") and not w.endswith(("ly", "ey", "ay", "oy")) and not re.search(r"[aeiou]ry$", w)):
         w = w[:-1]  # not after a vowel and "r": "weary" is no "wear", "scary" no "scar"
     return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+def _matches_without(doc: Doc, keep: list[int], matcher: PhraseMatcher) -> tuple[list[tuple[int, int, int]],
+                                                                               set[tuple[int, int]]]:
+    """``matcher``'s matches on ``doc`` read with only the tokens ``keep`` (the words a patient puts between a
+    phrase's words left out), each spanning the words as written, and those with a "not" among the words left out
+    (denied: ConText cannot read a cue inside a match). Reads the stems :func:`_stemmed` set on ``doc``."""
+    from spacy.tokens import Doc as _Doc
+
+    kept = set(keep)
+    view = _Doc(doc.vocab, words=[doc[i].text for i in keep], spaces=[True] * len(keep))
+    for t, i in zip(view, keep, strict=True):
+        t.norm_ = doc[i].norm_
+    out, denied = [], set()
+    for label, start, end in matcher(view):
+        first, last = keep[start], keep[end - 1] + 1
+        out.append((label, first, last))
+        if any(doc[i].lower_ in _LINK_NEGATIONS for i in range(first, last) if i not in kept):
+            denied.add((first, last))
+    return out, denied
 
 
 def _unlinked(doc: Doc) -> list[int]:

@@ -281,6 +281,11 @@ def test_a_difficulty_said_as_an_inability_is_the_listed_difficulty(nlu, said, v
     assert value in _slots(nlu, said).get("positive_symptom", set())
 
 
+@pytest.mark.parametrize("said", ["I can't remember exactly when it began.", "I can't see why it would matter."])
+def test_a_cannot_that_is_a_way_of_speaking_names_no_difficulty(nlu, said):
+    assert not _slots(nlu, said).get("positive_symptom"), said
+
+
 def test_a_remark_of_one_word_about_the_complaint_names_no_new_concept(nlu):
     slots = _slots(nlu, "It seems to be quite dry really.", state={"positive_symptom": [{"value": "coughing"}]})
     assert not slots.get("positive_symptom"), slots

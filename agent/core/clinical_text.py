@@ -366,7 +366,15 @@ def _inability_of(doc: Doc) -> str | None:
     rest = words[1:]
     if rest[0] in ("of", "with", "in", "to") and len(rest) == 2:
         rest = rest[1:]
-    return rest[0] if len(rest) == 1 and rest[0].isalpha() and len(rest[0]) > 3 else None
+    done = rest[0] if len(rest) == 1 and rest[0].isalpha() and len(rest[0]) > 3 else None
+    return None if done is None or word_stem(done) in {word_stem(w) for w in _SAYING} else done
+
+
+_SAYING = ("remembering", "recalling", "seeing", "hearing", "thinking", "saying", "telling", "understanding",
+           "believing", "imagining")
+"""Verbs whose "can't" is a way of speaking ("I can't remember any injuries", "I can't see why"): a listed "trouble
+remembering" or "trouble seeing" is not read from them (an OSCE patient's "No, I can't remember any injuries like
+that" had recorded a memory impairment)."""
 
 
 _PART_PREPOSITIONS = ("in", "on", "at", "around", "behind", "across")

@@ -333,6 +333,24 @@ def test_a_pain_is_named_by_its_part_whatever_its_side():
     assert "testicle pain" in symptom_names("pain", {"location": ["testicle(L)"]})
 
 
+
+def test_a_finding_at_a_part_is_named_by_the_larger_part_too():
+    """MediTOD records a swelling of the shin as ``swelling`` located at the shin; a rule, a plan or a check that
+    asks for a leg swelling, an arm weakness or a facial pain must see it (anatomy, not wording: wrist and elbow are
+    joints of the arm, a cheek is part of the face)."""
+    from agent.core.ontology import site_of, symptom_names
+
+    shin = symptom_names("swelling", {"location": ["right shin"]})
+    assert {"shin swelling", "leg swelling"} <= set(shin)
+    assert {"arm weakness", "wrist weakness"} <= set(symptom_names("weak limbs", {"location": ["left wrist"]}))
+    assert {"joint pain", "arm pain"} <= set(symptom_names("pain", {"location": ["elbow"]}))
+    assert "facial pain" in symptom_names("pain", {"location": ["chin"]})
+    assert "abdominal swelling" in symptom_names("swelling", {"location": ["belly"]})
+    assert "leg numbness" in symptom_names("paresthesia", {"location": ["left heel"]})
+    assert symptom_names("cough", {"location": ["chest"]}) == ["cough"]  # not a finding of a place
+    assert "joint pain" not in symptom_names("pain", {"location": ["big toe"]})  # a toe is as often the nail
+    assert site_of("occiput") == "head" and site_of("jaw") == "jaw" and site_of("cheek") is None
+
 def test_ectopic_pregnancy_needs_a_pregnancy_sign_and_a_pain_low_in_the_belly(rules):
     """NICE NG126: abdominal or pelvic pain with a pregnancy, a missed period or vaginal bleeding. A stated pregnancy
     is a sign like a missed period; a pain elsewhere (a headache, a backache) with it is no ectopic pregnancy."""

@@ -277,20 +277,42 @@ the joints or a calf is ``pain`` with a location (26, 25 and 12 times). The orde
 at several of these sites: a chest pain that reaches the jaw is the chest pain, located at the jaw."""
 
 
-_SITE_PARTS = {
-    "upper chest": "chest", "lower chest": "chest", "side of the chest": "chest",
-    "forehead": "head", "temple": "head", "temples": "head", "back of head": "head", "occiput": "head",
-    "top of the head": "head",
+_PART_OF = {
+    # the chest and the head, whose pains are values of their own (SITE_VALUES)
+    "upper chest": ("chest",), "lower chest": ("chest",), "side of the chest": ("chest",),
+    "posterior chest wall": ("chest",),
+    "forehead": ("head",), "temple": ("head",), "temples": ("head",), "back of head": ("head",),
+    "occiput": ("head",), "top of the head": ("head",),
+    # the limbs: a pain or a swelling of the calf is a leg's, a weakness of the hand an arm's
+    "calf": ("leg",), "calves": ("leg",), "shin": ("leg",), "tibia": ("leg",), "thigh": ("leg",), "thighs": ("leg",),
+    "popliteal fossa": ("leg",), "ischio jambier": ("leg",), "knee": ("leg", "joint"), "knees": ("leg", "joint"),
+    "ankle": ("leg", "joint"), "ankles": ("leg", "joint"), "foot": ("leg",), "feet": ("leg",), "heel": ("leg",),
+    "heels": ("leg",), "sole": ("leg",), "soles": ("leg",), "legs": ("leg",), "hip": ("joint",), "hips": ("joint",),
+    "hand": ("arm",), "hands": ("arm",), "palm": ("arm",), "fingers": ("arm",), "thumb": ("arm",), "thumbs": ("arm",),
+    "forearm": ("arm",), "wrist": ("arm", "joint"), "wrists": ("arm", "joint"), "elbow": ("arm", "joint"),
+    "elbows": ("arm", "joint"), "upper arm": ("arm",), "biceps": ("arm",), "triceps": ("arm",), "arms": ("arm",),
+    "shoulder": ("joint",), "shoulders": ("joint",),
+    # the face, the back, the belly and the neck
+    "cheek": ("face",), "cheeks": ("face",), "chin": ("face",), "jaw": ("face",), "upper lip": ("face",),
+    "bottom lip": ("face",), "lips": ("face",),
+    "lower back": ("back",), "upper back": ("back",), "lumbar spine": ("back",), "thoracic spine": ("back",),
+    "belly": ("abdomen",), "tummy": ("abdomen",), "stomach": ("abdomen",), "epigastric": ("abdomen",),
+    "hypochondrium": ("abdomen",), "iliac fossa": ("abdomen",), "lower abdomen": ("abdomen",),
+    "upper abdomen": ("abdomen",),
+    "back of the neck": ("neck",), "side of the neck": ("neck",), "cervical spine": ("neck",),
 }
-"""Places of the ontology that are part of a site of :data:`SITE_VALUES`: a pain at the left temple is a headache
-(located at the left temple), one at the side of the chest a chest pain."""
+"""The larger parts a place of the ontology (or a lay name of one) belongs to, as findings are named by the larger
+part: a pain in the calf is a leg pain, a swollen knee a swollen joint, a weakness of the hand an arm weakness, a
+sore cheek a facial pain. Anatomy, not any one patient's words: the knee, ankle, hip, wrist, elbow and shoulder are the
+large joints that OSCE guides examine as "the joints"; fingers and toes are left out (a sore toe is as often the nail).
+MediTOD records a finding at a place as the finding located there (``swelling`` at ``leg``); this table only names
+it for whoever asks by the larger part's name (a rule, a plan, a check written as "leg swelling")."""
 
 
 def site_of(place: str) -> str | None:
     """The site of :data:`SITE_VALUES` that ``place`` is, or is part of (its side aside), if any."""
     bare = without_side(place)
-    site = _SITE_PARTS.get(bare, bare)
-    return site if site in SITE_VALUES else None
+    return bare if bare in SITE_VALUES else next((p for p in _PART_OF.get(bare, ()) if p in SITE_VALUES), None)
 
 
 def sited_pain(places: list[str]) -> str | None:
@@ -299,14 +321,19 @@ def sited_pain(places: list[str]) -> str | None:
     return next((site for site in SITE_VALUES if site in sites), None)
 
 
-# A located pain as people and HPO name it ("abdominal pain"), for the body sites MediTOD records as `pain` + location.
-_PAIN_SITE = {
+_ADJECTIVE = {
     "abdomen": "abdominal",
+    "face": "facial",
     "joints": "joint",
     "testicles": "testicular",
     "lower back": "low back",
     "ears": "ear",
 }
+"""A place as people and HPO name a finding there ("abdominal pain", "facial weakness")."""
+
+_FINDING = {"pain": "pain", "swelling": "swelling", "weak limbs": "weakness", "weakness": "weakness",
+            "paresthesia": "numbness", "numbness": "numbness", "stiffness": "stiffness", "edema": "swelling"}
+"""The finding a located symptom value is, as it is named with its place ("leg swelling", "arm weakness")."""
 
 
 def without_side(location: str) -> str:
@@ -335,14 +362,18 @@ def body_part_words(sites: Iterable[str]) -> frozenset[str]:
 
 
 def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
-    """What a symptom item names: its value, and for a located pain the pain of each place, as the dataset
-    (``chest pain``) and lay speech (``abdominal pain``) name it, so a rule or a check written either way sees it."""
+    """What a symptom item names: its value, and for a finding at a place (a pain, a swelling, a weakness, a
+    numbness, a stiffness) that finding of each place and of each larger part the place belongs to
+    (:data:`_PART_OF`), as the dataset (``chest pain``) and lay speech (``abdominal pain``, ``leg swelling``) name
+    it, so a rule, a plan or a check written either way sees it."""
     names = [value]
-    if value == "pain" or value.endswith(" pain"):
+    finding = "pain" if value.endswith(" pain") else _FINDING.get(value)
+    if finding:
         for loc in item.get("location") or []:
             if isinstance(loc, str):
-                for site in dict.fromkeys((loc, without_side(loc))):  # "right shoulder" is the shoulder's pain
-                    names += [f"{site} pain", f"{_PAIN_SITE.get(site.casefold(), site)} pain"]
+                bare = without_side(loc)
+                for site in dict.fromkeys((loc, bare, *_PART_OF.get(bare, ()))):  # "right shoulder": the shoulder's
+                    names += [f"{site} {finding}", f"{_ADJECTIVE.get(site.casefold(), site)} {finding}"]
     return list(dict.fromkeys(names))
 
 

@@ -694,3 +694,29 @@ def test_an_answer_word_opening_a_statement_of_its_own_is_no_yes_to_a_list(nlu):
     assert not values(s, "positive_symptom") & {"fever", "chills"}, s
     for reply in ("Sometimes, yes.", "Sometimes I get them at night."):
         assert values(slots(nlu.frames(reply, asked, {}, doctor)), "positive_symptom") >= {"fever", "chills"}
+
+
+def test_a_quality_said_of_a_joint_by_its_name_or_by_they_is_the_joints(nlu):
+    """ "Stiff joints" is said of a joint by its name ("my wrists are stiff") and, once the joints were named, of
+    "they" ("my fingers and hips ache, and they feel stiff"); in a later turn "they" is the place the state last
+    placed a complaint, denied ("they aren't puffy") there too. Without a part before, or without the linking verb
+    ("it hurts to swallow"), the pronoun is no part's."""
+    s = slots(nlu.frames("Both my wrists get really stiff after I've been gardening."))
+    stiff = next(it for it in s["positive_symptom"] if it["value"] == "joint stiffness")
+    assert stiff.get("location") == ["wrist"], s
+    s = slots(nlu.frames("My hips ache at night, and they feel stiff when I get up."))
+    assert "joint stiffness" in values(s, "positive_symptom"), s
+    assert "joint stiffness" not in values(slots(nlu.frames("They feel stiff when I get up.")), "positive_symptom")
+    state = {"positive_symptom": [{"value": "pain", "location": ["ankle"]}]}
+    s = slots(nlu.frames("They're quite stiff in the evenings but they aren't puffy.", [], state))
+    assert next(it for it in s["positive_symptom"] if it["value"] == "joint stiffness").get("location") == ["ankle"], s
+    assert next(it for it in s["negative_symptom"] if it["value"] == "swelling").get("location") == ["ankle"], s
+    s = slots(nlu.frames("My throat has been sore since Sunday and it hurts to swallow."))
+    assert "odynophagia" in values(s, "positive_symptom"), s
+
+
+def test_the_name_of_a_place_is_no_symptom(nlu):
+    """UMLS lists anatomy among some symptoms' keywords (a weak limb's "lower leg", "upper arm"): a patient naming
+    where something is names no weakness there."""
+    for said in ("I scraped the skin on my lower leg on a kerb.", "There's a mole on my upper arm that itches."):
+        assert "weak limbs" not in values(slots(nlu.frames(said)), "positive_symptom"), said

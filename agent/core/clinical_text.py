@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -202,11 +202,16 @@ class PhraseFinder:
     """Phrases -> keys, found with their ConText status. The pipeline is built on first use (about 3 s)."""
 
     def __init__(self, phrases: Iterable[tuple[str, str]], words: Callable[[str], str | None] | None = None,
-                 spans: Callable[[str], list[tuple[int, int, str]]] | None = None, parts: Iterable[str] = ()):
+                 spans: Callable[[str], list[tuple[int, int, str]]] | None = None, parts: Iterable[str] = (),
+                 members: Mapping[str, Iterable[str]] | None = None):
         self._phrases = list(phrases)  # (phrase, key)
         # body-part words: a listed "<quality> <part>" ("dry mouth") is also said of the part ("my mouth has been
-        # really dry", "stiff in the joints"; :meth:`_predicative_matches`)
-        self._parts = frozenset(word_stem(p) for p in parts)
+        # really dry", "stiff in the joints"; :meth:`_predicative_matches`), of a place that belongs to the part
+        # (``members``: "stiff joints" in "my knees are stiff"), and of "it" or "they" when the part or such a
+        # place was named before in the text ("my knees ache. They're stiff in the morning")
+        self._members = {word_stem(k): frozenset(word_stem(m) for m in v) for k, v in (members or {}).items()}
+        self._parts = frozenset(word_stem(p) for p in parts) | {m for v in self._members.values() for m in v}
+        self._anaphoric: dict[str, frozenset[str]] = {}  # pronoun-form label -> the part stems "it" may stand for
         self._words = words  # a single word -> key, for open sets no list spells out (generic drugs by INN stem)
         # text -> (char start, char end, key): what a phrase list cannot spell (a colour said of a fluid, a number
         # read off a meter); read by ConText like the phrases, and a listed phrase it overlaps gives way to it
@@ -240,18 +245,22 @@ class PhraseFinder:
                 first, second = (word_stem(t.lower_) in self._parts for t in doc)
                 if first != second:  # "dry mouth" (a quality, then the part) or "scalp tenderness" (the part first)
                     part, quality = (doc[1].lower_, doc[0].lower_) if second else (doc[0].lower_, doc[1].lower_)
-                    forms = [*(f"{quality} {p} {part}" for p in _PART_PREPOSITIONS),
-                             *(f"{quality} {p} {d} {part}" for p in _PART_PREPOSITIONS for d in _PART_DETERMINERS)]
-                    forms.append(f"{part} {quality}")  # "my tongue has gone all swollen": the words between left out
+                    places = self._members.get(word_stem(part), frozenset())
+                    forms = [f for p in (part, *sorted(places)) for f in _said_of(p, quality)]
                     predicative.add(label, [_stemmed(nlp.make_doc(f)) for f in forms])
+                    anaphoric = f"A{i}"
+                    keys[anaphoric] = key
+                    self._anaphoric[anaphoric] = places | {word_stem(part)}
+                    predicative.add(anaphoric, [_stemmed(nlp.make_doc(f"{p} {quality}")) for p in _PARTS_PRONOUNS])
             if (done := _inability_of(doc)) is not None:  # "poor concentration": "I can't concentrate"
                 predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
         return nlp, (exact, inflected, linked, predicative), keys
 
-    def find(self, text: str) -> tuple[list[Found], list[str]]:
+    def find(self, text: str, named_before: Iterable[str] = ()) -> tuple[list[Found], list[str]]:
         """The matches in ``text`` and its sentences (as written). A phrase matches as written or inflected ("heart
         racing" finds "my heart races", "throw up" finds "I've thrown up"): the pipeline has no lemmatizer (no model
-        can be downloaded here), so both sides are compared through :func:`word_stem`."""
+        can be downloaded here), so both sides are compared through :func:`word_stem`. ``named_before``: the body
+        parts the conversation was last about, which an "it" or a "they" at the start may stand for."""
         from spacy.tokens import Span
         from spacy.util import filter_spans
 
@@ -266,7 +275,8 @@ class PhraseFinder:
                 without, denied = self._linked_matches(doc, linked)
                 found += without
                 said_of, denied_of = self._predicative_matches(doc, predicative)
-                found += said_of
+                before = frozenset(word_stem(w) for p in named_before for w in p.lower().split())
+                found += [m for m in said_of if self._antecedent_named(doc, m, before)]
                 denied |= denied_of
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
@@ -289,6 +299,17 @@ class PhraseFinder:
             out.append(Found(key, ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+    def _antecedent_named(self, doc: Doc, match: tuple[int, int, int], before: frozenset[str]) -> bool:
+        """A quality said of "it" or "they" through a linking verb ("they're stiff", "it feels swollen") stands for
+        its part only when the part, or a place of it, was named earlier in the text ("my knees ache. They're stiff")
+        or is what the conversation was last about (``before``);
+        every other match stands as found. Without the verb the pronoun is no part's ("it hurts to swallow": the
+        swallowing hurts)."""
+        label, start, end = match
+        parts = self._anaphoric.get(doc.vocab.strings[label])
+        return parts is None or (end - start > 2 and (bool(parts & before)
+                                                       or any(word_stem(t.lower_) in parts for t in doc[:start])))
 
     @staticmethod
     def _linked_matches(doc: Doc, linked: PhraseMatcher) -> tuple[list[tuple[int, int, int]], set[tuple[int, int]]]:
@@ -335,6 +356,18 @@ class PhraseFinder:
 
 
 _WORD = "W:"
+_PARTS_PRONOUNS = ("it", "they", "them")
+"""What stands for a body part named before ("they're stiff", "it's gone all swollen"): :meth:`PhraseFinder.
+_antecedent_named`."""
+
+
+def _said_of(part: str, quality: str) -> list[str]:
+    """The ways a quality is said of a part, with the words between left out (:data:`_PREDICATIVE_SKIP`): "stiff in
+    the joints", "joints ... stiff" ("my tongue has gone all swollen")."""
+    return [*(f"{quality} {p} {part}" for p in _PART_PREPOSITIONS),
+            *(f"{quality} {p} {d} {part}" for p in _PART_PREPOSITIONS for d in _PART_DETERMINERS), f"{part} {quality}"]
+
+
 _LINK_NEGATIONS = frozenset({"not", "n't", "n’t"})
 
 _LINKING = frozenset({"is", "are", "was", "were", "'s", "’s", "'re", "’re", "has", "have", "had", "'ve", "’ve",

@@ -315,6 +315,17 @@ def site_of(place: str) -> str | None:
     return bare if bare in SITE_VALUES else next((p for p in _PART_OF.get(bare, ()) if p in SITE_VALUES), None)
 
 
+def part_members() -> dict[str, frozenset[str]]:
+    """Each larger part of :data:`_PART_OF` -> the one-word places that belong to it ("joint" -> knee, hips, wrist
+    ...), for the phrase finder's predicative reading: a listed "stiff joints" is also "my knees are stiff"."""
+    out: dict[str, set[str]] = {}
+    for place, larger in _PART_OF.items():
+        if " " not in place:
+            for part in larger:
+                out.setdefault(part, set()).add(place)
+    return {part: frozenset(places) for part, places in out.items()}
+
+
 def sited_pain(places: list[str]) -> str | None:
     """The site whose pain is a value of its own (:data:`SITE_VALUES`, in its precedence) among ``places``, if any."""
     sites = {site_of(p) for p in places}
@@ -332,8 +343,15 @@ _ADJECTIVE = {
 """A place as people and HPO name a finding there ("abdominal pain", "facial weakness")."""
 
 _FINDING = {"pain": "pain", "swelling": "swelling", "weak limbs": "weakness", "weakness": "weakness",
-            "paresthesia": "numbness", "numbness": "numbness", "stiffness": "stiffness", "edema": "swelling"}
+            "paresthesia": "numbness", "numbness": "numbness", "stiffness": "stiffness", "joint stiffness": "stiffness",
+            "edema": "swelling"}
 """The finding a located symptom value is, as it is named with its place ("leg swelling", "arm weakness")."""
+
+
+def located_finding(value: str) -> str | None:
+    """The finding a symptom value is when it is somewhere on the body (a pain, a swelling, a weakness, a numbness, a
+    stiffness), so that a place said with it is its location; None for what has no place (a fever, a cough)."""
+    return "pain" if value.endswith(" pain") else _FINDING.get(value)
 
 
 def without_side(location: str) -> str:
@@ -367,8 +385,7 @@ def symptom_names(value: str, item: dict[str, Any]) -> list[str]:
     (:data:`_PART_OF`), as the dataset (``chest pain``) and lay speech (``abdominal pain``, ``leg swelling``) name
     it, so a rule, a plan or a check written either way sees it."""
     names = [value]
-    finding = "pain" if value.endswith(" pain") else _FINDING.get(value)
-    if finding:
+    if finding := located_finding(value):
         for loc in item.get("location") or []:
             if isinstance(loc, str):
                 bare = without_side(loc)

@@ -28,7 +28,7 @@ from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader, near_misses
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
-from agent.core.ontology import Vocabulary, body_part_words, default_vocabulary, symptom_names
+from agent.core.ontology import Vocabulary, body_part_words, default_vocabulary, part_members, symptom_names
 from agent.core.paths import REPO_ROOT
 from agent.core.semantic import Encoder, default_encoder
 from agent.core.tracker import update_state
@@ -295,7 +295,8 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
     near = [(p, NEAR_MISS + r.id) for r in rules if r.near_miss_ignored for p in near_misses(r.phrases)]
     finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near],
-                          spans=_pattern_spans(rules), parts=body_part_words(vocab.ontology.locations))
+                          spans=_pattern_spans(rules), parts=body_part_words(vocab.ontology.locations),
+                          members=part_members())
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
     ordinary = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary"), f"{path}: 'ordinary'"))
     history = tuple(" ".join(t.split()) for t in _texts(raw.get("ordinary_history"), f"{path}: 'ordinary_history'"))

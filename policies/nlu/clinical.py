@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent.core import cmas
@@ -25,7 +26,7 @@ from agent.core.safety import disclosures
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
 from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
-from policies.nlu.details import DetailReader, mention_status
+from policies.nlu.details import DetailReader, last_placed, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
 from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_eye, resolve_pain, segments
@@ -66,9 +67,9 @@ class ClinicalNLU:
         self.concepts = ConceptMatcher(self.lexicon, self.vocab, concept_threshold) if second_stage else None
         self.clause_reader = default_clause_reader()  # the ConText reading of clauses (shared; built on first use)
 
-    def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
+    def mentions(self, text: str, named_before: Iterable[str] = ()) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
-        return self.finder.mentions(text)
+        return self.finder.mentions(text, named_before)
 
     def answer_polarity(self, text: str) -> str | None:
         """affirm / deny / unsure when the utterance opens with (or is) such an answer, else None."""
@@ -99,7 +100,7 @@ class ClinicalNLU:
         if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
             text = as_the_patient(text)[0]
         frame = Frame()
-        mentions, sents = self.mentions(text) if text.strip() else ([], [])
+        mentions, sents = self.mentions(text, last_placed(state)) if text.strip() else ([], [])
         second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second
         whole = attr.clean(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent.core.ontology import SITE_VALUES, Vocabulary, sited_pain, without_side
+from agent.core.ontology import SITE_VALUES, Vocabulary, located_finding, sited_pain, without_side
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
 from policies.nlu.lexicon import Lexicon
@@ -37,6 +37,14 @@ def mention_status(m: Mention) -> str:
 _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
 """A sentence that names no symptom and denies or clears a place ("My eyes are fine.", "Not my arms.") places nothing:
 the numbness said before is not in the eyes."""
+
+
+def last_placed(state: dict) -> list[str]:
+    """The places of the complaint the state placed last: what an "it" or a "they" opening the next turn may stand
+    for ("It's red, hot and swollen" of the big toe just described)."""
+    placed = [it for it in state.get("positive_symptom") or [] if isinstance(it.get("location"), list)
+              and it["location"]]
+    return [p for p in placed[-1]["location"] if isinstance(p, str)] if placed else []
 
 
 class DetailReader:
@@ -81,7 +89,7 @@ class DetailReader:
     @staticmethod
     def locatable(value: str) -> bool:
         """Whether a symptom is somewhere on the body, so a place said with it is its location."""
-        return names_a_pain(value) or value in ("swelling", "dermatologic problem", "paresthesia", "weak limbs")
+        return names_a_pain(value) or value == "dermatologic problem" or located_finding(value) is not None
 
     def place_of_it(self, frame: Frame, symptoms: list[Mention], part: dict[int, str]) -> None:
         """ "A pain in my left testicle, it's swollen": a located symptom whose own part of the sentence names no place
@@ -104,18 +112,17 @@ class DetailReader:
         pronoun is that place). Only when nothing in the turn has a place of its own."""
         if any(item.get("location") for item in frame.items.values()):
             return
-        placed = [it for it in state.get("positive_symptom") or [] if isinstance(it.get("location"), list)
-                  and it["location"]]
-        if not placed:
+        place = last_placed(state)
+        if not place:
             return
         for m in mentions:
-            if m.base != "symptom" or m.status == "negative" or not self.locatable(m.value) or m.sent < 0:
+            if m.base != "symptom" or not self.locatable(m.value) or m.sent < 0:  # "They're not swollen": there too
                 continue
             if _PRONOUN_START.match(m.sentence.strip()) and not attr.places(
                     m.sentence.lower(), self.lexicon.locations, self.lexicon.sided):
                 item = frame.item("symptom", m.value, mention_status(m))
                 if not item.get("location"):
-                    set_attr(item, "location", list(placed[-1]["location"]))
+                    set_attr(item, "location", place)
 
     def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str]) -> None:
         """A symptom found by its clause (the second stage: "my left arm has gone weak" is ``weak limbs``, no lexicon

@@ -85,6 +85,22 @@ thorax thoraces gastric gastro pharynx pharyngeal oculus palpebra eyelid eyelids
 """.split())
 
 
+_ANATOMY_QUALIFIERS = frozenset("""region regions structure structures muscle muscles upper lower left right side sides
+entire whole part parts area areas of the skin bone bones joint joints surface aspect back backs arm arms leg legs face
+faces facial eye eyes eyeball eyeballs mouth nose noses throat neck necks head heads heart cardiac chest chests stomach
+abdomen abdominal foot feet limb limbs extremity extremities tongue cheek cheeks jaw jaws thorax thoracic pharynx
+pharyngeal eyelid eyelids palpebra oculus brachium dorsum caput collum pes""".split())
+"""The words of anatomy: the names of body parts besides the ontology's places, and the words that qualify them."""
+
+
+def _names_only_a_place(k: str, place_words: frozenset[str]) -> bool:
+    """A keyword made only of the names of body parts and the words that qualify them ("lower leg", "upper arm",
+    "foot structure", "face muscle"): UMLS lists such anatomy among a symptom's keywords (the weak limb's "lower leg"),
+    but a patient who says "a pain in my lower leg" names the place, not the symptom."""
+    words = k.split()
+    return len(words) > 1 and all(w in place_words or w in _ANATOMY_QUALIFIERS for w in words)
+
+
 def _usable_keyword(k: str) -> bool:
     # UMLS-style keywords ("fever, unspecified", "temperature;high", "pain nos") are not what people say.
     if not k or any(c in k for c in ",;()[]/<>+?") or "--" in k or " nos" in k:
@@ -115,8 +131,10 @@ def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]])
     for entry in onto.symptoms.values():
         for k in (entry.display_name, *entry.keywords):
             codes_of.setdefault(" ".join(k.lower().split()), set()).add(entry.code)
+    place_words = frozenset(w for loc in onto.locations for w in re.findall(r"[a-z]+", loc.lower()))
     for k, codes in codes_of.items():
-        if len(codes) == 1 and _usable_keyword(k):  # a keyword of several symptoms names none of them
+        if len(codes) == 1 and _usable_keyword(k) and not _names_only_a_place(k, place_words):
+            # a keyword of several symptoms names none of them
             code = next(iter(codes))
             out.append(Term(k, "symptom", by_code.get(code, code)))
     return out

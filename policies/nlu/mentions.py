@@ -8,13 +8,13 @@ uncertain) and whether a relative is the subject ("my brother had a heart attack
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
-from agent.core.ontology import SITE_VALUES, site_of
+from agent.core.ontology import SITE_VALUES, part_members, site_of
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, body_part_words
 from policies.nlu.observations import finding, observed
@@ -43,7 +43,7 @@ class MentionFinder:
     def finder(self) -> PhraseFinder:
         self._terms = {f"T{i}": (t.base, t.value) for i, t in enumerate(self.lexicon.terms)}
         return PhraseFinder(((t.phrase, f"T{i}") for i, t in enumerate(self.lexicon.terms)), words=_generic_drug,
-                            spans=observed, parts=body_part_words(self.lexicon))
+                            spans=observed, parts=body_part_words(self.lexicon), members=part_members())
 
     @cached_property
     def _conditions(self) -> dict[str, str]:
@@ -51,9 +51,10 @@ class MentionFinder:
         conditions = [t for t in self.lexicon.terms if t.base == CONDITION]
         return {singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
 
-    def mentions(self, text: str) -> tuple[list[Mention], list[str]]:
-        """Concept mentions with their status, and the utterance's sentences (cleaned, in order)."""
-        found, sents = self.finder.find(text)
+    def mentions(self, text: str, named_before: Iterable[str] = ()) -> tuple[list[Mention], list[str]]:
+        """Concept mentions with their status, and the utterance's sentences (cleaned, in order). ``named_before``:
+        the places the conversation was last about, which a "they" may stand for ("They're stiff in the morning")."""
+        found, sents = self.finder.find(text, named_before)
         out = []
         normal: set[tuple[int, str]] = set()  # (sentence, value) a normal reading denies ("my temp was 36.8")
         for f in found:

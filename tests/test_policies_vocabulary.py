@@ -50,3 +50,13 @@ def test_mapping_to_a_non_code_is_an_error(tmp_path):
     path.write_text("symptoms:\n  coughing: cough\n")
     with pytest.raises(VocabularyError, match="unknown slot type"):
         load_vocabulary(path)
+
+
+def test_a_value_in_the_other_grammatical_number_is_the_same_value():
+    """A value is listed in one number; a story, a card or a model writes either ("an oral contraceptive", "statins",
+    "migraines"). Both name one item; a form unknown in both numbers stays unknown."""
+    vocab = default_vocabulary()
+    assert vocab.same("medication", "oral contraceptive", "oral contraceptives")
+    assert vocab.same("medical_history", "migraines", "migraine")
+    assert vocab.canonical("symptom", "palpitation") == vocab.canonical("symptom", "palpitations")
+    assert vocab.canonical("symptom", "flibbertigibbets") is None

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from agent.core import cmas
+from agent.core.clinical_text import looks_plural
 from agent.core.data import DEFAULT_DATA_DIR
 from agent.core.paths import REPO_ROOT
 
@@ -192,7 +193,9 @@ class Vocabulary:
         return self._canonical[key]
 
     def _resolve(self, base: str, value: str) -> str | None:
-        for form in dict.fromkeys((normalize(value), _us_spelling(normalize(value)))):
+        spelt = (normalize(value), _us_spelling(normalize(value)))
+        # the other grammatical number last: "oral contraceptive" is the known "oral contraceptives"
+        for form in dict.fromkeys((*spelt, *(_other_number(f) for f in spelt))):
             target = form if self._listed(base, form) else self.names.get(base, {}).get(form)
             if target is None and base == "medication":
                 target = self._stem_class(form)
@@ -218,6 +221,16 @@ _CANONICAL_MEMO = 50_000
 """At most this many resolved (slot type, value) pairs are kept (:meth:`Vocabulary.canonical`)."""
 
 _BRITISH = re.compile(r"(?<=[a-z])(ae|oe)(?=[a-z])")
+
+
+def _other_number(form: str) -> str:
+    """``form`` with its last word in the other grammatical number ("oral contraceptive" <-> "... contraceptives"):
+    a value is listed in one number, a story, a card or a model writes either. Short words are left as they are."""
+    head, _, last = form.rpartition(" ")
+    if len(last) < 4:
+        return form
+    other = last[:-1] if looks_plural(last) else last + "s"
+    return f"{head} {other}" if head else other
 
 
 def _us_spelling(form: str) -> str:

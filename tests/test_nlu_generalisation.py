@@ -48,6 +48,8 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("I keep a Nitrolingual spray for when my angina comes on.", "medication", "vasodilators"),
     ("I took some Otrivine for my blocked nose.", "medication", "nasal decongestant"),
     ("I need senna most nights to keep my bowels going.", "medication", "laxative"),
+    ("The GP started me on Fultium for my bones last winter.", "medication", "vitamin d"),
+    ("I squirt Flixonase up my nose every morning in the summer.", "medication", "nasal corticosteroid"),
     ("I've been ever so thirsty since the weekend.", "symptom", "polydipsia"),
     ("On top of that I've been so thirsty.", "symptom", "polydipsia"),
     ("There was some blood in the sick this morning.", "symptom", "hematemesis"),

@@ -720,3 +720,12 @@ def test_the_name_of_a_place_is_no_symptom(nlu):
     where something is names no weakness there."""
     for said in ("I scraped the skin on my lower leg on a kerb.", "There's a mole on my upper arm that itches."):
         assert "weak limbs" not in values(slots(nlu.frames(said)), "positive_symptom"), said
+
+
+def test_a_pain_on_doing_something_is_said_as_what_hurts_when_it_is_done(nlu):
+    """A listed "painful swallowing" or "painful urination" is said as what hurts when it is done ("it really hurts
+    when I swallow", "it stings as I urinate"); a pain on walking names no such complaint."""
+    assert "odynophagia" in values(slots(nlu.frames("Eating toast is awful, it really hurts when I swallow.")),
+                                   "positive_symptom")
+    assert "dysuria" in values(slots(nlu.frames("It stings every time I urinate.")), "positive_symptom")
+    assert values(slots(nlu.frames("My hip hurts when I walk to the shops.")), "positive_symptom") == {"pain"}

@@ -254,6 +254,9 @@ class PhraseFinder:
                     predicative.add(anaphoric, [_stemmed(nlp.make_doc(f"{p} {quality}")) for p in _PARTS_PRONOUNS])
             if (done := _inability_of(doc)) is not None:  # "poor concentration": "I can't concentrate"
                 predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
+            if (done := _painful_action(doc)) is not None:  # "painful swallowing": "it hurts when I swallow"
+                predicative.add(label, [_stemmed(nlp.make_doc(f"{p} {w} {done}")) for p in _PAIN_SAID
+                                        for w in _WHEN_DOING])
         return nlp, (exact, inflected, linked, predicative), keys
 
     def find(self, text: str, named_before: Iterable[str] = ()) -> tuple[list[Found], list[str]]:
@@ -401,6 +404,25 @@ def _inability_of(doc: Doc) -> str | None:
         rest = rest[1:]
     done = rest[0] if len(rest) == 1 and rest[0].isalpha() and len(rest[0]) > 3 else None
     return None if done is None or word_stem(done) in {word_stem(w) for w in _SAYING} else done
+
+
+def _painful_action(doc: Doc) -> str | None:
+    """The action a listed pain on doing it is about ("swallowing" of "painful swallowing", "urination" of "pain on
+    urination"), compared by its stem with the verb a patient uses; None for other phrases."""
+    words = [t.lower_ for t in doc]
+    if len(words) < 2 or words[0] not in ("painful", "pain"):
+        return None
+    rest = words[1:]
+    if rest[0] in ("on", "when", "with", "during", "while") and len(rest) == 2:
+        rest = rest[1:]
+    done = rest[0] if len(rest) == 1 and rest[0].isalpha() and rest[0].endswith(("ing", "ation")) else None
+    return done
+
+
+_PAIN_SAID = ("hurts", "hurt", "hurting", "painful", "sore", "agony", "stings", "burns", "kills", "killing")
+_WHEN_DOING = ("to", "when i", "whenever i", "every time i", "each time i", "if i", "as i", "while i")
+"""A pain on doing something, said as what hurts when it is done ("it really hurts when I swallow", "it's agony
+whenever I swallow", "it stings as I urinate"): :func:`_painful_action`."""
 
 
 _SAYING = ("remembering", "recalling", "seeing", "hearing", "thinking", "saying", "telling", "understanding",

@@ -729,3 +729,14 @@ def test_a_pain_on_doing_something_is_said_as_what_hurts_when_it_is_done(nlu):
                                    "positive_symptom")
     assert "dysuria" in values(slots(nlu.frames("It stings every time I urinate.")), "positive_symptom")
     assert values(slots(nlu.frames("My hip hurts when I walk to the shops.")), "positive_symptom") == {"pain"}
+
+
+def test_an_intolerance_is_said_as_what_the_patient_cannot_stand(nlu):
+    """A listed intolerance ("light hypersensitivity", "cold intolerance") is said as what the patient cannot stand
+    or is sensitive to; a person one cannot stand is no symptom, and a denial stays a denial."""
+    assert "photophobia" in values(slots(nlu.frames("With the headache I can't bear bright light at all.")),
+                                   "positive_symptom")
+    assert "cold intolerance" in values(slots(nlu.frames("I can't tolerate the cold like I used to.")),
+                                        "positive_symptom")
+    assert "photophobia" in values(slots(nlu.frames("I'm not sensitive to light.")), "negative_symptom")
+    assert not slots(nlu.frames("Honestly I can't stand my neighbour.")).get("positive_symptom")

@@ -254,6 +254,9 @@ class PhraseFinder:
                     predicative.add(anaphoric, [_stemmed(nlp.make_doc(f"{p} {quality}")) for p in _PARTS_PRONOUNS])
             if (done := _inability_of(doc)) is not None:  # "poor concentration": "I can't concentrate"
                 predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
+            if (stimulus := _intolerance_of(doc)) is not None:  # "light hypersensitivity": "I can't stand light"
+                predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {d}{stimulus}")) for m in _INTOLERANT
+                                        for d in _STIMULUS_DETERMINERS])
             if (done := _painful_action(doc)) is not None:  # "painful swallowing": "it hurts when I swallow"
                 predicative.add(label, [_stemmed(nlp.make_doc(f"{p} {w} {done}")) for p in _PAIN_SAID
                                         for w in _WHEN_DOING])
@@ -417,6 +420,23 @@ def _painful_action(doc: Doc) -> str | None:
         rest = rest[1:]
     done = rest[0] if len(rest) == 1 and rest[0].isalpha() and rest[0].endswith(("ing", "ation")) else None
     return done
+
+
+def _intolerance_of(doc: Doc) -> str | None:
+    """What a listed intolerance is of ("light" of "light hypersensitivity", "cold" of "cold intolerance"); None for
+    other phrases."""
+    words = [t.lower_ for t in doc]
+    if len(words) != 2 or not words[0].isalpha() or words[1] not in _INTOLERANCE:
+        return None
+    return words[0]
+
+
+_INTOLERANCE = frozenset({"intolerance", "sensitivity", "hypersensitivity"})
+_INTOLERANT = ("can't stand", "cannot stand", "can't bear", "cannot bear", "can't tolerate", "cannot tolerate",
+               "can't take", "can't cope with", "sensitive to", "bothered by", "hurt by")
+_STIMULUS_DETERMINERS = ("", "the ", "any ", "bright ", "the bright ")
+"""An intolerance said as what the patient cannot stand ("I can't stand the light", "I can't bear the cold",
+"sensitive to bright light"): :func:`_intolerance_of`."""
 
 
 _PAIN_SAID = ("hurts", "hurt", "hurting", "painful", "sore", "agony", "stings", "burns", "kills", "killing")

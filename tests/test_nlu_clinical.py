@@ -740,3 +740,11 @@ def test_an_intolerance_is_said_as_what_the_patient_cannot_stand(nlu):
                                         "positive_symptom")
     assert "photophobia" in values(slots(nlu.frames("I'm not sensitive to light.")), "negative_symptom")
     assert not slots(nlu.frames("Honestly I can't stand my neighbour.")).get("positive_symptom")
+
+
+def test_a_quality_said_as_grown_stronger_is_the_quality(nlu):
+    """ "My periods are way heavier now": a comparative is the quality said of the part ("heavy periods", MediTOD's
+    ``long menstruation``); a heavier bag is nothing."""
+    assert "long menstruation" in values(slots(nlu.frames("Since the coil came out my periods are way heavier.")),
+                                         "positive_symptom")
+    assert not slots(nlu.frames("My shopping bag felt heavier than usual.")).get("positive_symptom")

@@ -384,7 +384,8 @@ _PREDICATIVE_SKIP = _LINKING | frozenset({
     "feel", "feels", "felt", "feeling", "get", "gets", "got", "getting", "gone", "go", "goes", "going", "went",
     "seem", "seems", "seemed", "look", "looks", "looked", "become", "becomes", "became", "does", "do", "did",
     "really", "very", "so", "quite", "pretty", "too", "always", "constantly", "terribly", "awfully", "extremely",
-    "incredibly", "all", "a", "bit", "little", "kind", "sort", "of", "still", "also", "just", "more", "and"})
+    "incredibly", "all", "a", "bit", "little", "kind", "sort", "of", "still", "also", "just", "more", "and", "lot",
+    "lots", "much", "far", "even", "way"})
 """What a patient puts between a body part and the quality said of it ("my mouth has been really dry", "my joints
 feel a bit stiff"): linking verbs, degree words and a "not" after them (which denies; :meth:`PhraseFinder.
 _predicative_matches`)."""
@@ -509,6 +510,8 @@ def word_stem(word: str) -> str:
         return word_stem(w[:-5] + "y")
     if w.endswith("ness") and len(w) > 7:  # "numbness" meets "numb", "tiredness" "tired"
         return word_stem(w[:-4])
+    if w.endswith("ier") and len(w) > 5:  # "heavier" meets "heavy", "itchier" "itchy"
+        return word_stem(w[:-3] + "y")
     if w.endswith(("ies", "ied")):
         w = w[:-3] + "y"
     elif w.endswith("ing") and len(w) > 5:

@@ -377,7 +377,7 @@ def without_side(location: str) -> str:
 
 _DESCRIBED = frozenset("""vision eyesight sight hearing voice memory breathing breath skin scalp hair nails urine wee
 pee stools stool poo periods tongue lips gums face bladder bowels heart head throat stomach tummy belly back hand hands
-foot feet joint joints muscle muscles ribs""".split())
+foot feet joint joints muscle muscles ribs glands gland""".split())
 """What patients describe besides the ontology's places: the faculties and the things they pass ("my vision's
 blurred", "my urine is dark", "my periods are heavy"), and the everyday names of parts the ontology names otherwise
 ("throat" for the pharynx)."""

@@ -49,8 +49,8 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("I took some Otrivine for my blocked nose.", "medication", "nasal decongestant"),
     ("I need senna most nights to keep my bowels going.", "medication", "laxative"),
     ("The GP started me on Fultium for my bones last winter.", "medication", "vitamin d"),
-    ("The only thing I take is vitamin D.", "medication", "vitamin d"),
-    ("My glands have been swollen since the cold started.", "symptom", "lymphadenopathy"),  # a letter ending the sentence is no initial
+    ("The only thing I take is vitamin D.", "medication", "vitamin d"),  # a letter ending the sentence is no initial
+    ("My glands have been swollen since the cold started.", "symptom", "lymphadenopathy"),
     ("I squirt Flixonase up my nose every morning in the summer.", "medication", "nasal corticosteroid"),
     ("I've been ever so thirsty since the weekend.", "symptom", "polydipsia"),
     ("On top of that I've been so thirsty.", "symptom", "polydipsia"),

@@ -748,3 +748,11 @@ def test_a_quality_said_as_grown_stronger_is_the_quality(nlu):
     assert "long menstruation" in values(slots(nlu.frames("Since the coil came out my periods are way heavier.")),
                                          "positive_symptom")
     assert not slots(nlu.frames("My shopping bag felt heavier than usual.")).get("positive_symptom")
+
+
+def test_a_denied_intention_says_the_loss_was_unintended(nlu):
+    """ "I've not been trying to lose weight": the denied intention is what makes the loss a warning sign (NICE
+    NG12's unexplained weight loss); it denies nothing. "I haven't lost any weight" still does."""
+    s = slots(nlu.frames("I've not been trying to lose weight, it's just dropping off me."))
+    assert "unexplained weight loss" in values(s, "positive_symptom"), s
+    assert "unexplained weight loss" in values(slots(nlu.frames("I haven't lost any weight.")), "negative_symptom")

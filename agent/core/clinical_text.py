@@ -79,6 +79,12 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["even", "really", "any", "me", "my", "a", "much", "particular"]}, "OP": "*"},
         {"LOWER": {"IN": ["trying", "try", "meaning", "dieting", "realising", "realizing", "noticing", "warning",
                           "reason", "cause", "thinking", "knowing", "wanting", "intending", "effort"]}}]))
+    # "I'm not trying to lose weight", "I haven't been dieting": a denied intention says the loss was unintended,
+    # the warning sign itself, and denies nothing.
+    rules.append(ConTextRule("not trying", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["not", "n't", "’t", "never"]}},
+        {"LOWER": {"IN": ["been", "even", "really", "actually"]}, "OP": "*"},
+        {"LOWER": {"IN": ["trying", "tried", "dieting", "meaning", "intending"]}}]))
     # "Half my face isn't moving", "my arm won't lift", "my words aren't coming out right", "she's not making any
     # sense": a part that does not do its work is a loss of function, the complaint itself, not its denial.
     rules.append(ConTextRule("won't move", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[

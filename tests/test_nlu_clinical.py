@@ -756,3 +756,12 @@ def test_a_denied_intention_says_the_loss_was_unintended(nlu):
     s = slots(nlu.frames("I've not been trying to lose weight, it's just dropping off me."))
     assert "unexplained weight loss" in values(s, "positive_symptom"), s
     assert "unexplained weight loss" in values(slots(nlu.frames("I haven't lost any weight.")), "negative_symptom")
+
+
+def test_it_in_the_next_sentence_is_where_the_complaint_just_placed_is(nlu):
+    """ "My wrist is throbbing. It's gone all puffy.": the swelling is the wrist's, as in a later turn; a sentence
+    that names its own place keeps it."""
+    s = slots(nlu.frames("My wrist is throbbing. It's gone all puffy since yesterday."))
+    assert next(it for it in s["positive_symptom"] if it["value"] == "swelling").get("location") == ["wrist"], s
+    s = slots(nlu.frames("My wrist is throbbing. It's swollen round my knee as well."))
+    assert next(it for it in s["positive_symptom"] if it["value"] == "swelling").get("location") == ["knee"], s

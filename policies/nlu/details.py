@@ -106,6 +106,22 @@ class DetailReader:
             if before.get("location"):
                 set_attr(item, "location", list(before["location"]))
 
+    def place_of_it_before(self, frame: Frame, symptoms: list[Mention], sentence: str,
+                           before: list[Mention]) -> None:
+        """ "My ankle is killing me. It's red, hot and swollen.": a located complaint whose sentence opens with "it"
+        or "they" and names no place is where the complaint of the sentence before it is, as
+        :meth:`place_from_before` reads a later turn."""
+        if not before or not _PRONOUN_START.match(sentence.strip()) or attr.places(
+                sentence.lower(), self.lexicon.locations, self.lexicon.sided):
+            return
+        placed = [loc for m in before if (loc := frame.item("symptom", m.value, mention_status(m)).get("location"))]
+        if not placed:
+            return
+        for m in symptoms:
+            item = frame.item("symptom", m.value, mention_status(m))
+            if self.locatable(m.value) and not item.get("location"):
+                set_attr(item, "location", list(placed[-1]))
+
     def place_from_before(self, frame: Frame, mentions: list[Mention], state: dict) -> None:
         """ "It's red, hot and swollen", said of the big toe the patient had just described: a located complaint whose
         sentence names no place and opens with "it" or "they" is where the complaint the state last placed is (the
@@ -172,6 +188,7 @@ class DetailReader:
                         set_attr(item, k, v)
             self.share_trailing_time(frame, symptoms)
             self.place_of_it(frame, symptoms, part)
+            self.place_of_it_before(frame, symptoms, sentence, last_symptoms)
             values = {m.value for m in symptoms}
             if "coughing" in values and any(self.vocab.same("symptom", v, "colored/excess sputum") for v in values):
                 set_attr(frame.item("symptom", "coughing", "positive"), "positive_characteristics", ["wet cough"])

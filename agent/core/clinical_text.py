@@ -581,10 +581,10 @@ def context_pipeline() -> Language:
     nlp = spacy.blank("en")
     # spaCy keeps a single letter and its full stop together as an initial ("D."); patients end sentences on one
     # ("I only take vitamin D.", "I had hepatitis B."), and the phrase "vitamin d" must meet the letter
-    nlp.tokenizer.rules = {k: v for k, v in nlp.tokenizer.rules.items()
-                           if not (len(k) == 2 and k[1] == "." and k[0].isalpha())}
-    nlp.tokenizer.suffix_search = spacy.util.compile_suffix_regex(
-        [*nlp.Defaults.suffixes, r"(?<=\b[A-Za-z])\."]).search
+    tokenizer: Any = nlp.tokenizer
+    tokenizer.rules = {k: v for k, v in tokenizer.rules.items() if not (len(k) == 2 and k[1] == "." and k[0].isalpha())}
+    tokenizer.suffix_search = spacy.util.compile_suffix_regex(
+        [*(nlp.Defaults.suffixes or ()), r"(?<=\b[A-Za-z])\."]).search
     nlp.add_pipe("sentencizer")
     context: Any = nlp.add_pipe("medspacy_context")
     context.add(conversation_rules())

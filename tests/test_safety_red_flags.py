@@ -375,3 +375,19 @@ def test_a_painful_stiff_neck_with_vomiting_is_meningism_not_a_cardiac_pain(rule
     assert "meningism" in ids(state, rules)
     cardiac = {"positive_symptom": [{"value": "pain", "location": ["neck"]}, {"value": "vomiting"}]}
     assert "acute_coronary_syndrome_beyond_chest" in ids(cardiac, rules)
+
+
+def test_the_rules_of_one_file_are_loaded_once_per_process_until_the_file_changes(tmp_path):
+    """Every session store builds an agent; a resumed session's first turn must not rebuild the rules' phrase finders
+    and embeddings (about a second, past a 2 s turn deadline). An edited file is read again."""
+    import shutil
+
+    from agent.core.safety import DEFAULT_RULES, shared_rules
+
+    path = tmp_path / "red_flags.yaml"
+    shutil.copy(DEFAULT_RULES, path)
+    first = shared_rules(path)
+    assert shared_rules(str(path)) is first
+    path.write_text(path.read_text() + "\n# edited\n")
+    again = shared_rules(path)
+    assert again is not first and [r.id for r in again.rules] == [r.id for r in first.rules]

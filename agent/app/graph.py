@@ -104,7 +104,7 @@ def build_agent(config: dict) -> Agent:
         # red flags are on unless a config turns them off explicitly (safety.red_flags: null)
         rules_path = checked.safety.red_flags
         if rules_path:
-            agent.red_flag_rules = safety.load_rules(Path(rules_path))
+            agent.red_flag_rules = safety.shared_rules(Path(rules_path))
     except Exception:
         agent.close()
         raise

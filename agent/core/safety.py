@@ -720,7 +720,21 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
 
 @lru_cache(maxsize=1)
 def default_rules() -> RuleSet:
-    return load_rules()
+    return shared_rules(DEFAULT_RULES)
+
+
+def shared_rules(path: str | Path) -> RuleSet:
+    """The rules of ``path``, loaded once per process while the file stays as it is: every agent a process builds
+    (each session store builds one) reads the same rules, and building their phrase finders and embeddings again
+    cost a resumed session about a second of its first turn. A changed file is loaded anew."""
+    resolved = Path(path).resolve()
+    st = resolved.stat()
+    return _rules_of(str(resolved), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _rules_of(path: str, mtime_ns: int, size: int) -> RuleSet:
+    return load_rules(path)
 
 
 HARM_TO_OTHERS = "harm_to_others"  # the rule id of thoughts of harming others (the one disclosure not self-directed)

@@ -430,8 +430,7 @@ def _painful_action(doc: Doc) -> str | None:
     rest = words[1:]
     if rest[0] in ("on", "when", "with", "during", "while") and len(rest) == 2:
         rest = rest[1:]
-    done = rest[0] if len(rest) == 1 and rest[0].isalpha() and rest[0].endswith(("ing", "ation")) else None
-    return done
+    return rest[0] if len(rest) == 1 and rest[0].isalpha() and rest[0].endswith(("ing", "ation")) else None
 
 
 def _intolerance_of(doc: Doc) -> str | None:

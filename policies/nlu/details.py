@@ -106,13 +106,17 @@ class DetailReader:
             if before.get("location"):
                 set_attr(item, "location", list(before["location"]))
 
+    def _it_places_nothing(self, sentence: str) -> bool:
+        """A sentence that opens with "it" or "they" and names no place: its complaint is where the one before is."""
+        return bool(_PRONOUN_START.match(sentence.strip())) and not attr.places(
+            sentence.lower(), self.lexicon.locations, self.lexicon.sided)
+
     def place_of_it_before(self, frame: Frame, symptoms: list[Mention], sentence: str,
                            before: list[Mention]) -> None:
         """ "My ankle is killing me. It's red, hot and swollen.": a located complaint whose sentence opens with "it"
         or "they" and names no place is where the complaint of the sentence before it is, as
         :meth:`place_from_before` reads a later turn."""
-        if not before or not _PRONOUN_START.match(sentence.strip()) or attr.places(
-                sentence.lower(), self.lexicon.locations, self.lexicon.sided):
+        if not before or not self._it_places_nothing(sentence):
             return
         placed = [loc for m in before if (loc := frame.item("symptom", m.value, mention_status(m)).get("location"))]
         if not placed:
@@ -134,8 +138,7 @@ class DetailReader:
         for m in mentions:
             if m.base != "symptom" or not self.locatable(m.value) or m.sent < 0:  # "They're not swollen": there too
                 continue
-            if _PRONOUN_START.match(m.sentence.strip()) and not attr.places(
-                    m.sentence.lower(), self.lexicon.locations, self.lexicon.sided):
+            if self._it_places_nothing(m.sentence):
                 item = frame.item("symptom", m.value, mention_status(m))
                 if not item.get("location"):
                     set_attr(item, "location", place)

@@ -85,12 +85,11 @@ thorax thoraces gastric gastro pharynx pharyngeal oculus palpebra eyelid eyelids
 """.split())
 
 
-_ANATOMY_QUALIFIERS = frozenset("""region regions structure structures muscle muscles upper lower left right side sides
-entire whole part parts area areas of the skin bone bones joint joints surface aspect back backs arm arms leg legs face
-faces facial eye eyes eyeball eyeballs mouth nose noses throat neck necks head heads heart cardiac chest chests stomach
-abdomen abdominal foot feet limb limbs extremity extremities tongue cheek cheeks jaw jaws thorax thoracic pharynx
-pharyngeal eyelid eyelids palpebra oculus brachium dorsum caput collum pes""".split())
-"""The words of anatomy: the names of body parts besides the ontology's places, and the words that qualify them."""
+_ANATOMY_QUALIFIERS = frozenset("""region regions structure structures part parts area areas entire whole surface left
+right sides bone bones abdomen abdominal facial cardiac limb extremity extremities eyeball eyeballs eyelid eyelids
+thorax pharyngeal backs chests faces heads jaws necks noses brachium caput collum dorsum oculus palpebra pes""".split())
+"""Words of anatomy that are not a body part of their own (``agent.core.ontology.body_part_words`` is their home): the
+words that qualify a part, plurals, and the UMLS's Latin and adjective names."""
 
 
 def _names_only_a_place(k: str, place_words: frozenset[str]) -> bool:
@@ -131,7 +130,8 @@ def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]])
     for entry in onto.symptoms.values():
         for k in (entry.display_name, *entry.keywords):
             codes_of.setdefault(" ".join(k.lower().split()), set()).add(entry.code)
-    place_words = frozenset(w for loc in onto.locations for w in re.findall(r"[a-z]+", loc.lower()))
+    place_words = ontology_part_words(onto.locations) | frozenset(
+        w for loc in onto.locations for w in re.findall(r"[a-z]+", loc.lower()))
     for k, codes in codes_of.items():
         if len(codes) == 1 and _usable_keyword(k) and not _names_only_a_place(k, place_words):
             # a keyword of several symptoms names none of them

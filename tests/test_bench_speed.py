@@ -150,6 +150,22 @@ def test_shipped_config_loads_with_every_section():
             assert set(raw[section]) == set(default), section
 
 
+def test_the_gpu_config_compares_gpu_against_gpu():
+    """bench_speed_gpu.yaml (eval.runs.gpu_check --only vllm) differs from the CPU one only where a GPU needs it."""
+    config = bs.load_bench_config(REPO / "configs" / "bench_speed_gpu.yaml")
+    assert config["device"] == "auto" and config["live"]["enabled"] is False
+    assert bs.dtype_candidates(config["vllm"]["dtype"]) == ["bfloat16"]  # FlashAttention 3 has no float32
+    assert config["vllm"]["engine_args"] == {"gpu_memory_utilization": 0.4}
+    assert config["data"] == str(REPO / "data" / "meditod")
+    # auto follows what torch sees: this machine's transformers engines run where its vLLM build does
+    import torch
+
+    assert bs.hf_device(config) == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert bs.hf_device({**config, "device": "cpu"}) == "cpu"
+    with pytest.raises(bs.ConfigError, match="device"):
+        bs.bench_config_from({"device": "tpu"})
+
+
 @pytest.mark.parametrize("raw, where", [
     ({"max_tokens": 64}, "top level"),
     ({"hf": {"dtype": "float32", "num_threads": 1}}, "hf"),

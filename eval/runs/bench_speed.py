@@ -62,6 +62,7 @@ from eval.runs.bench_speed_config import (
     VLLMSettings,
     bench_config_from,
     dtype_candidates,
+    hf_device,
     load_bench_config,
     machine_threads,
     omp_bind,
@@ -89,8 +90,8 @@ __all__ = [
     "BenchSpeedConfig", "ConfigError", "ConstrainedSettings", "Contention", "Dtype", "Dtypes", "HFBatchedSettings",
     "HFRunner", "HFSettings", "LiveSettings", "ProbeSettings", "VLLMSettings", "add_parser", "aim", "batch_steps",
     "bench_config_from", "build_workload", "contention_shares", "decode_overhead", "dtype_candidates",
-    "forced_batches", "load_bench_config", "long_schema", "machine_threads", "omp_bind", "pick_fastest", "plot",
-    "ratios", "run_bench", "run_hf_engines", "run_vllm_engines", "summarize", "summary_line", "target_lengths",
+    "forced_batches", "hf_device", "load_bench_config", "long_schema", "machine_threads", "omp_bind", "pick_fastest",
+    "plot", "ratios", "run_bench", "run_hf_engines", "run_vllm_engines", "summarize", "summary_line", "target_lengths",
 ]
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def run_bench(config: dict) -> dict:
         "constrained_overhead": overhead,
         "aim": aim(ratios(runs)),
         "machine": {"threads": threads, "cpu_count": os.cpu_count(), "cpu_flags": _cpu_flags(),
-                    "platform": platform.platform(), "python": platform.python_version(),
+                    "platform": platform.platform(), "python": platform.python_version(), "gpu": _gpu_name(),
                     "loadavg": {k: [round(x, 2) for x in v] for k, v in load.items()},
                     "before_start": idle.result},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -146,6 +147,13 @@ def run_bench(config: dict) -> dict:
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     plot(report, out / "bench_speed.png")
     return report
+
+
+def _gpu_name() -> str | None:
+    """The GPU the run had, if any (the CPU-only report says null)."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -70,6 +70,8 @@ class BenchSpeedConfig(_Section):
     limit: int | None = None  # first N patient turns only (None = every annotated patient turn)
     history: int = 4
     threads: int | None = None  # cores for every engine (torch threads, vLLM OpenMP threads); None = every core
+    # where transformers runs (vLLM picks its own device from its build): auto = cuda when a GPU is visible
+    device: Literal["auto", "cpu", "cuda"] = "auto"
     output_dir: ConfigPath = str(REPO_ROOT / "runs" / "bench_speed")
     probe: ProbeSettings = Field(default_factory=ProbeSettings)
     hf: HFSettings = Field(default_factory=HFSettings)
@@ -138,6 +140,17 @@ def machine_threads(config: dict) -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def hf_device(config: dict) -> str:
+    """The transformers engines' device: ``auto`` is ``cuda`` where torch sees a GPU, so a GPU machine compares
+    GPU against GPU (vLLM's CUDA build runs there too) rather than CPU transformers against GPU vLLM."""
+    setting = str(config.get("device") or "auto")
+    if setting != "auto":
+        return setting
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def omp_bind(setting: str | None, threads: int) -> str | None:

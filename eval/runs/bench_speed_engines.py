@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval.runs.bench_speed_config import dtype_candidates, omp_bind
+from eval.runs.bench_speed_config import dtype_candidates, hf_device, omp_bind
 from eval.runs.bench_speed_measure import (
     Contention,
     decode_overhead,
@@ -99,7 +99,8 @@ def run_hf_engines(config: dict, base: str, prompts_: list[str], lengths: list[i
     bs = int(config["hf_batched"]["batch_size"])
     if config["hf_batched"]["enabled"]:
         wanted["hf_batched"] = dtype_candidates(config["hf_batched"]["dtype"])
-    runners = {d: HFRunner(base, d, threads) for d in dict.fromkeys(d for ds in wanted.values() for d in ds)}
+    device = hf_device(config)
+    runners = {d: HFRunner(base, d, threads, device) for d in dict.fromkeys(d for ds in wanted.values() for d in ds)}
     for r in runners.values():
         r.generate(prompts_[:1], 2)  # warm-up, untimed
     runs, choice = {}, {}
@@ -119,7 +120,7 @@ def run_hf_engines(config: dict, base: str, prompts_: list[str], lengths: list[i
         wall, generated = runner.run(prompts_, lengths, size, engine == "hf" or config["hf_batched"]["sort_by_length"],
                                      desc=desc)
         runs[engine] = summarize(wall, lengths, generated, dtype=chosen, threads=threads, batch_size=size,
-                                 load_s=round(runner.load_s, 2), contention=runner.contention.result)
+                                 device=device, load_s=round(runner.load_s, 2), contention=runner.contention.result)
     del runners
     gc.collect()
     return runs, choice

@@ -12,8 +12,16 @@ run on one machine, both sides at their best settings:
   length) through transformers on the GPU, bf16 and float32, one turn at a time and in batches, and with the trained
   adapter attached (unmerged LoRA) against merged into the base.
 
-vLLM is not run here: it needs its own CUDA build (``pip install -e ".[gpu]"``), and the check reports whether one is
-importable so that the same command, on a machine that has it, says so.
+- vLLM (``--only vllm``, on a machine with vLLM's CUDA build): ``medhx bench-speed`` with
+  ``configs/bench_speed_gpu.yaml`` (transformers on the GPU against vLLM, unconstrained and under the CMAS schema),
+  then a real ``medhx serve`` server (:mod:`models.serve`) with a LoRA module, driven through the live agent's client
+  (:class:`models.backends.vllm_server.VLLMServerBackend`): base against LoRA, LoRA under the schema, the deployed
+  NLU schema's validity, and a runtime adapter swap.
+
+``--random-base DIR`` builds the base from DIR's ``config.json`` and tokenizer with seeded random weights. Why: a
+device call carries 64 MiB, and vLLM's CUDA build fills three calls before the 94 MiB GGUF could travel. Every
+speed figure here forces each turn's output length, so the weights do not change the work; the model's architecture,
+tokenizer and prompt lengths are SmolLM2-135M's.
 """
 
 from __future__ import annotations
@@ -146,6 +154,132 @@ def generation_speed(base: str, adapter: Path, limit: int | None, batch_size: in
     return result
 
 
+def random_base(config_dir: Path, out: Path, seed: int = 0) -> str:
+    """SmolLM2's architecture and tokenizer with seeded random weights, saved in bf16 (see the module docstring)."""
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    out.mkdir(parents=True, exist_ok=True)
+    for f in config_dir.iterdir():
+        if f.is_file() and f.name != "config.json":
+            shutil.copy(f, out / f.name)
+    torch.manual_seed(seed)
+    config = AutoConfig.from_pretrained(config_dir)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(out)
+    return str(out)
+
+
+def random_adapter(base: str, out: Path, seed: int) -> str:
+    """A LoRA adapter of the NLU config's shape (rank, alpha, projections) with non-zero random weights, so that
+    serving it does the adapter's arithmetic (peft's default zero-initialised B would be a no-op worth nothing)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from models.train_config import load_config
+
+    lora = load_config(NLU_CONFIG).peft
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16)
+    peft_model = get_peft_model(model, LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=lora.target_modules,
+                                                  init_lora_weights=False, task_type="CAUSAL_LM"))
+    peft_model.save_pretrained(str(out))
+    return str(out)
+
+
+def vllm_bench(base: str, out: Path, limit: int | None, eager: bool) -> dict[str, Any]:
+    """``medhx bench-speed`` on this GPU (``configs/bench_speed_gpu.yaml``; its base model replaced by ``base``, its
+    turn limit by ``limit`` when given)."""
+    from eval.runs.bench_speed import load_bench_config, run_bench, summary_line
+
+    config = {**load_bench_config(REPO_ROOT / "configs" / "bench_speed_gpu.yaml"), "base_model": base,
+              "output_dir": str(out / "bench_speed")}
+    if limit is not None:
+        config["limit"] = limit
+    if eager:
+        config["vllm"] = {**config["vllm"], "engine_args": {**config["vllm"]["engine_args"], "enforce_eager": True}}
+    report = run_bench(config)
+    print(summary_line(report), flush=True)
+    return {k: report[k] for k in ("turns", "completion_tokens_per_turn", "dtype_choice", "runs", "ratios",
+                                   "constrained_overhead")}
+
+
+def _timed(backend: Any, requests: list[Any]) -> dict[str, Any]:
+    backend.generate(requests[:2])  # warm-up, untimed
+    start = time.perf_counter()
+    results = backend.generate(requests)
+    wall = time.perf_counter() - start
+    tokens = sum(r.completion_tokens for r in results)
+    latencies = sorted(r.latency_s for r in results)
+    return {"requests": len(results), "tokens": tokens, "seconds": round(wall, 3),
+            "tokens_per_s": round(tokens / wall, 1), "latency_p50_s": round(latencies[len(latencies) // 2], 3),
+            "results": results}
+
+
+def vllm_serve(base: str, adapters: tuple[str, str], out: Path, limit: int | None, eager: bool) -> dict[str, Any]:
+    """A real ``medhx serve`` server with the NLU LoRA module, driven by the live agent's client."""
+    import jsonschema
+    from transformers import AutoTokenizer
+
+    from agent.core import cmas
+    from eval.runs.bench_speed_engines import build_workload
+    from eval.runs.bench_speed_measure import long_schema
+    from models.backends import GenerationRequest
+    from models.backends.vllm_server import VLLMServerBackend
+    from models.serve.adapters import load_adapter, unload_adapter
+    from models.serve.config import ServeConfig
+    from models.serve.endpoint import Endpoint
+    from models.serve.lifecycle import ensure_running, stop_server
+
+    config = ServeConfig(model=base, adapters={"nlu": adapters[0]}, port=8011, dtype="bfloat16",
+                         log_file=str(out / "serve.log"), startup_timeout_s=480, enforce_eager=eager or "auto",
+                         engine_args={"gpu_memory_utilization": 0.4})
+    t0 = time.perf_counter()
+    info = ensure_running(config, announce=False)
+    report: dict[str, Any] = {"start_s": round(time.perf_counter() - t0, 1)}
+    workload = {"data": str(REPO_ROOT / "data" / "meditod"), "split": "all", "history": 4, "limit": limit}
+    prompts_, lengths = build_workload(workload, AutoTokenizer.from_pretrained(base))
+    long = long_schema(cmas.nlu_json_schema(), 32)
+    schema = cmas.nlu_json_schema()
+    try:
+        backend = VLLMServerBackend(url=info.url, api_key=info.api_key, concurrency=64, deadline_s=300)
+
+        def forced(adapter: str | None, json_schema: dict[str, Any] | None = None) -> list[Any]:
+            return [GenerationRequest(p, adapter=adapter, max_tokens=n, min_tokens=n, ignore_eos=json_schema is None,
+                                      json_schema=json_schema) for p, n in zip(prompts_, lengths, strict=True)]
+
+        for label, requests in (("base", forced(None)), ("lora", forced("nlu")),
+                                ("lora_constrained", forced("nlu", long))):
+            run = _timed(backend, requests)
+            run.pop("results")
+            report[label] = run
+            print(json.dumps({label: run}), flush=True)
+        deployed = _timed(backend, [GenerationRequest(p, adapter="nlu", json_schema=schema, max_tokens=256)
+                                    for p in prompts_])
+        valid = 0
+        for r in deployed.pop("results"):
+            try:
+                jsonschema.validate(json.loads(r.text), schema)
+                valid += 1
+            except (ValueError, jsonschema.ValidationError):
+                pass
+        report["lora_deployed_schema"] = {**deployed, "schema_valid": valid}
+        t1 = time.perf_counter()
+        load_adapter(info.url, "nlu_swap", adapters[1])
+        swap_load_s = time.perf_counter() - t1
+        swapped = backend.generate(forced("nlu_swap")[:8])
+        unload_adapter(info.url, "nlu_swap")
+        report["runtime_swap"] = {"load_s": round(swap_load_s, 2), "requests": len(swapped),
+                                  "tokens": sum(r.completion_tokens for r in swapped)}
+        backend.close()
+    finally:
+        stop_server(Endpoint(config.host, config.port))
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.runs.gpu_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="directory for gpu_check.json and the two adapters")
@@ -155,8 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=16, help="generation batch (the batched runs)")
     p.add_argument("--micro-batch", type=int, default=8, help="training micro-batch, both precisions (effective 16)")
     p.add_argument("--device", default="cuda", help="cuda (the point of this check); cpu for a dry run")
-    p.add_argument("--only", choices=("train", "generation"), default=None,
-                   help="one half (each fits one 10-minute device call); generation reuses --out's bf16 adapter")
+    p.add_argument("--only", choices=("train", "generation", "vllm"), default=None,
+                   help="one part (each fits one 10-minute device call); generation reuses --out's bf16 adapter; "
+                        "vllm needs vLLM's CUDA build")
+    p.add_argument("--eager", action="store_true",
+                   help="vLLM without torch.compile and CUDA graphs (starts in seconds; not its best speed)")
+    p.add_argument("--random-base", type=Path, default=None,
+                   help="a directory with SmolLM2's config.json and tokenizer: random weights (see the docstring)")
     args = p.parse_args(argv)
     from models.prepare import resolve_base_model
 
@@ -168,8 +307,17 @@ def main(argv: list[str] | None = None) -> int:
     report.setdefault("commands", []).append(" ".join(sys.argv))
     print(json.dumps(report["environment"]), flush=True)
     t0 = time.perf_counter()
-    base = resolve_base_model("smollm2")
+    base = (random_base(args.random_base, out / "random-base") if args.random_base else resolve_base_model("smollm2"))
+    report["base"] = f"random weights, the architecture of {args.random_base}" if args.random_base else "smollm2"
     report["prepare_s"] = round(time.perf_counter() - t0, 1)
+    if args.only == "vllm":
+        adapters = (random_adapter(base, out / "lora-a", 1), random_adapter(base, out / "lora-b", 2))
+        report["vllm_bench_speed"] = vllm_bench(base, out, args.gen_limit, args.eager)
+        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        report["vllm_serve"] = vllm_serve(base, adapters, out, args.gen_limit, args.eager)
+        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        print(json.dumps(report["vllm_serve"], indent=1), flush=True)
+        return 0
     if args.only != "generation":
         report["train"] = train_runs(out, args.steps, args.eval_limit, args.device, args.micro_batch)
         path.write_text(json.dumps(report, indent=2, default=str) + "\n")

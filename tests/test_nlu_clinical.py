@@ -765,3 +765,70 @@ def test_it_in_the_next_sentence_is_where_the_complaint_just_placed_is(nlu):
     assert next(it for it in s["positive_symptom"] if it["value"] == "swelling").get("location") == ["wrist"], s
     s = slots(nlu.frames("My wrist is throbbing. It's swollen round my knee as well."))
     assert next(it for it in s["positive_symptom"] if it["value"] == "swelling").get("location") == ["knee"], s
+
+
+def test_a_sense_that_cannot_perceive_is_its_loss_unless_a_clause_follows(nlu):
+    """ "I couldn't hear a thing": the inability to hear or see is the loss of the sense, whatever follows it as an
+    amount or a place; "I can't see why" and "I couldn't hear what she said" are ways of speaking."""
+    assert "hearing impairment" in values(slots(nlu.frames("Since Tuesday I can't hear very well on the left.")),
+                                          "positive_symptom")
+    assert "hearing impairment" in values(slots(nlu.frames("Honestly I could not hear anything on the phone.")),
+                                          "positive_symptom")
+    assert values(slots(nlu.frames("I couldn't see a thing out of that eye for a bit.")), "positive_symptom") & {
+        "visual impairment", "vision loss"}
+    assert not slots(nlu.frames("I can't see why it would come back.")).get("positive_symptom")
+    assert not slots(nlu.frames("I couldn't hear what the nurse said on the phone.")).get("positive_symptom")
+
+
+def test_the_surroundings_moving_is_dizziness_and_its_denial_denies_only_the_spinning(nlu):
+    """Vertigo as the NHS describes it (everything around moving) is MediTOD's dizziness; "the ceiling isn't moving"
+    denies the spinning, not a light-headedness the patient has."""
+    assert "dizziness" in values(slots(nlu.frames("Everything around me started whirling when I stood up.")),
+                                 "positive_symptom")
+    s = slots(nlu.frames("The ceiling isn't moving or anything, I just feel light-headed."))
+    assert "dizziness" not in values(s, "negative_symptom")
+
+
+def test_a_noise_in_the_ear_is_tinnitus_and_an_illness_going_round_is_still_a_contact(nlu):
+    assert "tinnitus" in values(slots(nlu.frames("I've got a constant buzzing in my left ear.")), "positive_symptom")
+    assert "tinnitus" in values(slots(nlu.frames("My ears keep hissing at night.")), "positive_symptom")
+    assert "tinnitus" in values(slots(nlu.frames("No, there's no humming in either ear.")), "negative_symptom")
+    assert "sick person" in values(slots(nlu.frames("There's a sickness bug going round the office.")),
+                                   "positive_exposure")
+    assert not slots(nlu.frames("When I sat up the room went round and round.")).get("positive_exposure")
+
+
+def test_a_clause_of_waking_or_getting_up_is_no_sleep_complaint(nlu):
+    s = slots(nlu.frames("This morning I got out of bed and my knee just gave way."))
+    assert "insomnia" not in values(s, "positive_symptom")
+
+
+def test_the_span_of_an_episode_that_ended_is_its_duration(nlu):
+    """ "for ten minutes, then it went back to normal": how long the episode lasted (duration); a "for" span of a
+    complaint that goes on is its onset, as the annotation guide's "for just over a week"."""
+    s = slots(nlu.frames("My hand went numb for about ten minutes and then it went back to normal."))
+    [numb] = s["positive_symptom"]  # paresthesia of the hand
+    assert numb.get("duration") == "ten minutes" and "onset" not in numb
+    s = slots(nlu.frames("I've had this rash for two weeks and it hasn't cleared."))
+    assert [it.get("onset") for it in s["positive_symptom"]] == ["two weeks ago"]
+
+
+def test_a_drug_is_for_the_condition_named_after_its_for(nlu):
+    """ "X for Y and Z": X is taken for Y, Z (named after Y) is not; "for Y I take X" opens with it."""
+    s = slots(nlu.frames("I'm on amlodipine for my blood pressure and aspirin."))
+    taken = {it["value"]: it.get("respone_to") for it in s["positive_medication"]}
+    assert taken == {"amlodipine": "hypertensive disease", "antiplatelet": None}  # aspirin
+    s = slots(nlu.frames("For my diabetes I take metformin."))
+    assert {it["value"]: it.get("respone_to") for it in s["positive_medication"]} == {"metformin": "diabetes mellitus"}
+
+
+def test_a_day_said_first_dates_the_complaint(nlu):
+    s = slots(nlu.frames("On Thursday I noticed a lump in my neck."))
+    assert s["positive_symptom"] == [{"value": "swelling", "onset": "thursday", "location": ["neck"]}]
+    assert "alcohol abuse" in values(slots(nlu.frames("I have a brandy most nights.")), "positive_habit")
+
+
+def test_a_function_said_to_work_denies_its_impairment(nlu):
+    """ "My sense of smell is the same as always": by meaning near its loss, and it denies it (the second stage)."""
+    s = slots(nlu.frames("Honestly my sense of smell is the same as always."))
+    assert not s.get("positive_symptom") and s.get("negative_symptom")

@@ -391,3 +391,25 @@ def test_the_rules_of_one_file_are_loaded_once_per_process_until_the_file_change
     path.write_text(path.read_text() + "\n# edited\n")
     again = shared_rules(path)
     assert again is not first and [r.id for r in again.rules] == [r.id for r in first.rules]
+
+
+def test_a_loss_that_began_days_ago_is_sudden_and_one_of_years_is_not(rules):
+    """``max_onset_days``: NICE CKS's sudden hearing loss (over three days or less) fires from a hearing impairment
+    dated yesterday, not from one of years or one the patient gave no time for."""
+    from agent.core.safety import onset_days
+
+    assert [onset_days({"onset": o}) for o in ("yesterday morning", "two days ago", "3 weeks ago", "since this "
+                                               "morning", "few years ago", "")] == [1.0, 2.0, 21.0, 0.0, 1095.0, None]
+    assert "sudden_hearing_loss" in ids({"positive_symptom": [{"value": "hearing impairment", "onset": "yesterday"}]},
+                                        rules)
+    for onset in ({"onset": "few years ago"}, {}):
+        assert "sudden_hearing_loss" not in ids({"positive_symptom": [{"value": "hearing impairment", **onset}]}, rules)
+
+
+def test_max_onset_days_must_be_a_number_of_days(tmp_path):
+    bad = {"rules": [{"id": "x", "message": "m", "any_of": [{"slot": "symptom", "values": ["tinnitus"],
+                                                              "max_onset_days": "soon"}]}]}
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(RuleError, match="max_onset_days"):
+        load_rules(path)

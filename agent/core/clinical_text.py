@@ -260,7 +260,10 @@ class PhraseFinder:
                     self._anaphoric[anaphoric] = places | {word_stem(part)}
                     predicative.add(anaphoric, [_stemmed(nlp.make_doc(f"{p} {quality}")) for p in _PARTS_PRONOUNS])
             if (done := _inability_of(doc)) is not None:  # "poor concentration": "I can't concentrate"
-                predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
+                sensed = f"S{i}"  # "trouble hearing": "I couldn't hear a thing", unless a clause follows
+                inability = sensed if word_stem(done) in _PERCEIVING else label
+                keys[inability] = key
+                predicative.add(inability, [_stemmed(nlp.make_doc(f"{m} {done}")) for m in _INABILITY])
             if (stimulus := _intolerance_of(doc)) is not None:  # "light hypersensitivity": "I can't stand light"
                 predicative.add(label, [_stemmed(nlp.make_doc(f"{m} {d}{stimulus}")) for m in _INTOLERANT
                                         for d in _STIMULUS_DETERMINERS])
@@ -289,7 +292,7 @@ class PhraseFinder:
                 found += without
                 said_of, denied_of = self._predicative_matches(doc, predicative)
                 before = frozenset(word_stem(w) for p in named_before for w in p.lower().split())
-                found += [m for m in said_of if self._antecedent_named(doc, m, before)]
+                found += [m for m in said_of if self._antecedent_named(doc, m, before) and _perceived(doc, m)]
                 denied |= denied_of
                 for t, n in zip(doc, norms, strict=True):
                     t.norm_ = n  # ConText reads the tokens as written
@@ -456,11 +459,26 @@ _WHEN_DOING = ("to", "when i", "whenever i", "every time i", "each time i", "if 
 whenever I swallow", "it stings as I urinate"): :func:`_painful_action`."""
 
 
-_SAYING = ("remembering", "recalling", "seeing", "hearing", "thinking", "saying", "telling", "understanding",
-           "believing", "imagining")
-"""Verbs whose "can't" is a way of speaking ("I can't remember any injuries", "I can't see why"): a listed "trouble
-remembering" or "trouble seeing" is not read from them (an OSCE patient's "No, I can't remember any injuries like
-that" had recorded a memory impairment)."""
+_SAYING = ("remembering", "recalling", "thinking", "saying", "telling", "understanding", "believing", "imagining")
+"""Verbs whose "can't" is a way of speaking ("I can't remember any injuries", "I can't think why"): a listed "trouble
+remembering" is not read from them (an OSCE patient's "No, I can't remember any injuries like that" had recorded a
+memory impairment)."""
+_PERCEIVING = frozenset({"see", "hear"})
+"""Senses whose "can't" is a loss of the sense ("I couldn't hear a thing out of my ear", "I can't see properly") or a
+way of speaking ("I can't see why", "I couldn't hear what he said"), told apart by what follows (:func:`_perceived`)."""
+_SPOKEN_OBJECTS = frozenset({"why", "what", "how", "that", "if", "whether", "where", "when", "who", "which", "you",
+                             "him", "her", "them", "it", "this", "anyone", "anybody", "myself", "yourself", "any"})
+"""What follows a sense verb said as a way of speaking: a clause ("why", "what he said", "if it's worse"), a person
+("you"), or something already named ("it"): "I can't see why", "I couldn't hear you"."""
+
+
+def _perceived(doc: Doc, match: tuple[int, int, int]) -> bool:
+    """A "can't hear" or "can't see" match (label ``S...``) is a loss of the sense unless a clause, a person or
+    something named follows it (:data:`_SPOKEN_OBJECTS`); every other match stands as found."""
+    label, _, end = match
+    if not doc.vocab.strings[label].startswith("S"):
+        return True
+    return end >= len(doc) or doc[end].lower_ not in _SPOKEN_OBJECTS
 
 
 _PART_PREPOSITIONS = ("in", "on", "at", "around", "behind", "across")

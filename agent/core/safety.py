@@ -77,6 +77,7 @@ class Condition:
     status: tuple[str, ...] = ("positive",)
     location: tuple[str, ...] = ()  # places, matched as whole words (:func:`located`)
     min_severity: float | None = None
+    max_onset_days: float | None = None  # began at most this many days ago (:func:`onset_days`): a sudden loss
     level: str | None = None  # an ``any_of`` condition that raises the rule above its level when it holds
 
 
@@ -191,7 +192,7 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     condition may carry a ``level``, above the rule's)."""
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
-    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "level"}:
+    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -211,6 +212,9 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     sev = raw.get("min_severity")
     if sev is not None and not isinstance(sev, int | float):
         raise RuleError(f"{where}: min_severity must be a number")
+    days = raw.get("max_onset_days")
+    if days is not None and (not isinstance(days, int | float) or days < 0):
+        raise RuleError(f"{where}: max_onset_days must be a number of days, 0 or more")
     location = raw.get("location") or []
     if not isinstance(location, list) or not all(isinstance(x, str) and x.strip() for x in location):
         raise RuleError(f"{where}: 'location' must be a list of place names")
@@ -220,7 +224,7 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
             raise RuleError(f"{where}: 'level' belongs to an any_of condition (the level the rule rises to with it)")
         if level not in RULE_LEVELS or RULE_LEVELS.index(level) >= RULE_LEVELS.index(rule_level):
             raise RuleError(f"{where}: level {level!r} must be a level above the rule's ({rule_level!r})")
-    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, level)
+    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level)
 
 
 def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None) -> RuleSet:
@@ -368,6 +372,38 @@ def _screen(raw: object, path: str | Path) -> Screen:
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
+_SPAN_DAYS = {"minute": 0.0, "hour": 0.0, "day": 1.0, "night": 1.0, "week": 7.0, "fortnight": 14.0, "month": 30.0,
+              "year": 365.0}
+_AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "a couple of": 2, "few": 3,
+                           "a few": 3, "several": 4}
+_AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
+                  r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
+_TODAY = re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight|earlier|\d{1,2}(?:[:.]\d{2})?\s*"
+                    r"(?:am|pm|o'clock))\b")
+_YESTERDAY = re.compile(r"\b(?:yesterday|last night|overnight)\b")
+_WEEKDAY = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the weekend)\b")
+
+
+def onset_days(item: dict[str, Any]) -> float | None:
+    """How many days ago an item began, read from its ``onset`` as the NLU writes it ("two days ago", "yesterday
+    morning", "since this morning", "sunday": within the week); None when it says no time."""
+    text = str(item.get("onset") or "").lower()
+    if not text:
+        return None
+    if m := _AGO.search(text):
+        n = m.group("n")
+        amount = float(n) if n[0].isdigit() else float(_AMOUNT.get(n, 1))
+        return amount * _SPAN_DAYS[m.group("u")]
+    if _TODAY.search(text):
+        return 0.0
+    if _YESTERDAY.search(text):
+        return 1.0
+    if _WEEKDAY.search(text):
+        return 7.0
+    return None
+
+
 def _severity(item: dict[str, Any]) -> float | None:
     m = _NUMBER.search(str(item.get("severity") or ""))
     return float(m.group()) if m else None
@@ -434,6 +470,8 @@ def _matches(
             if not _located(cond, item):
                 continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
+                continue
+            if cond.max_onset_days is not None and ((days := onset_days(item)) is None or days > cond.max_onset_days):
                 continue
             evidence.append(
                 {

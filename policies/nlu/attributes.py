@@ -67,6 +67,13 @@ _RELATIVE = re.compile(
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
 )
 
+_DAY_OPENING = re.compile(
+    r"^\W*(?:(?:and|so|well|um|uh|erm|so um)\s+)?((?:yesterday|last night|this morning|this afternoon|earlier today|"
+    r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?:\s+(?:morning|afternoon|evening|"
+    r"night))?)\b", re.I)
+"""A day said first in the sentence ("Yesterday morning I woke up and couldn't hear", "On Sunday my chest started to
+hurt"): when what the sentence tells began, in the patient's words."""
+
 _CLOCK_ONSET = re.compile(
     rf"\b(?:started|began|came on|kicked in|woke me(?: up)?|happened|hit me)\s+(?:at\s+|around\s+|about\s+|"
     rf"at about\s+|at around\s+|just after\s+|just before\s+)({_CLOCK})\b")
@@ -82,8 +89,24 @@ _DURATION = [
         re.compile(r"\b(?:comes and goes|come and go|on and off|off and on|intermittent|intermittently)\b"),
         "intermittent",
     ),
-    (re.compile(rf"\blasts?\s+(?:for\s+)?{_HEDGE}((?:{_NUM})\s+{_UNIT})\b"), None),
+    # "it lasts about ten minutes" (not "for the last few days")
+    (re.compile(rf"(?<!\bthe )(?<!\bthese )(?<!\bpast )\b(?:lasts?|lasted|lasting|went on|goes on)\s+(?:for\s+)?"
+                rf"{_HEDGE}((?:{_NUM})\s+{_UNIT})\b"), None),
 ]
+_EPISODE_END = re.compile(r"\b(?:lasts|lasted|lasting|went on|goes on|passed|went away|goes away|wore off|wears off|"
+                          r"settled|settles|stopped|stops|cleared|eased off|went back to normal|back to normal)\b")
+"""An episode that ended or is told by its length ("my words came out jumbled for a minute or so, but it passed",
+"it lasted for about an hour"): its "for" span is how long it lasts (MediTOD's duration), not how long ago it began.
+"I've had a cough for three weeks" tells no end: the span is its onset, as the annotation guide's "for just over a
+week" example."""
+_FOR_SPAN = re.compile(rf"\bfor\s+{_HEDGE}((?:{_NUM})\s+{_UNIT})\b")
+_NOT_ENDED = re.compile(r"(?:\bnever|\bnot|n't|\bwon't|\bhasn't|\bhaven't|\bdoesn't|\bdon't|\bjust)\s+(?:\w+\s+)?$")
+
+
+def episode_ended(text: str) -> bool:
+    """Whether ``text`` tells that an episode ended or how long it lasts (:data:`_EPISODE_END`); "it never goes away"
+    and "it hasn't stopped" tell the opposite."""
+    return any(not _NOT_ENDED.search(text[:m.start()]) for m in _EPISODE_END.finditer(text))
 
 _FREQ = [
     re.compile(
@@ -255,10 +278,12 @@ def _amount(n: str) -> str:
 _BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b")
 
 
-def onset(text: str, asked: bool = False) -> str | None:
-    """When it started; ``asked``: the doctor asked when, so a bare "about a week" answers it too."""
+def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
+    """When it started; ``asked``: the doctor asked when, so a bare "about a week" answers it too. ``ended``: the
+    sentence tells the episode ended (:func:`episode_ended`), so its "for" span is a duration, not an onset."""
+    ended = ended or episode_ended(text)
     for pat in [*_ONSET_PATTERNS, *([_BARE_SPAN] if asked else [])]:
-        if m := pat.search(text):
+        if (m := pat.search(text)) and not (ended and m.group(0).startswith("for")):
             unit = m.group("u")
             n = _amount(m.group("n"))
             if n in ("1",) and unit.endswith("s"):
@@ -277,13 +302,19 @@ def onset(text: str, asked: bool = False) -> str | None:
         return m.group(1)
     if m := _CLOCK_ONSET.search(text):
         return m.group(1)
+    if m := _DAY_OPENING.search(text):
+        return m.group(1).lower().removeprefix("on ")
     return None
 
 
-def duration(text: str) -> str | None:
+def duration(text: str, ended: bool = False) -> str | None:
+    """How long it lasts: constant, intermittent, or the span of an episode that ended (``ended`` as for
+    :func:`onset`)."""
     for pat, value in _DURATION:
         if m := pat.search(text):
             return value or m.group(1)
+    if (ended or episode_ended(text)) and (m := _FOR_SPAN.search(text)):
+        return m.group(1)
     return None
 
 

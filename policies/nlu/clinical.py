@@ -115,7 +115,7 @@ class ClinicalNLU:
             if m.base == "family_history" and m.relation:
                 set_attr(item, "relation", m.relation)
         self.details.attributes(frame, mentions, sents, asked)
-        self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs})
+        self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs}, sents)
         self.details.spread_of_pain(frame, text)
         self.details.place_from_before(frame, mentions, state)
         self.details.name_angioedema(frame, mentions)

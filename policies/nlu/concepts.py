@@ -69,6 +69,26 @@ clause it pulls the encoder away from the illness named (a duodenal ulcer "perha
 peptic ulcer; the illness alone is nearer). Cut before a clause is compared by meaning."""
 
 
+_ROUTINE = frozenset("""woke woken wake wakes waking got get gets getting up out of bed went go goes going to sleep
+morning mornings evening night yesterday today tonight last this first thing when then suddenly just and
+so i""".split())
+"""Waking, getting up and going to bed, with when: the moment a complaint began ("Yesterday morning I woke up and I
+couldn't hear"), not a complaint of sleep. By meaning such a clause is near "waking up early" (insomnia)."""
+
+
+_WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|normal|normally|okay|ok|alright|all right|as (?:ever|always|usual)|"
+                             r"same as (?:ever|always|usual|before)|nothing wrong|no (?:problems?|trouble|issues?))\b",
+                             re.I)
+"""A clause that says a function works ("I can hear perfectly well", "my hearing's the same as ever"): by meaning it
+is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative)."""
+
+
+def only_routine(clause: str) -> bool:
+    """Whether every word of a clause is a daily routine or its time (:data:`_ROUTINE`)."""
+    words = _WORD.findall(clause.lower().replace("'", ""))
+    return bool(words) and all(w in _ROUTINE or w in STOP_WORDS and w not in ("not", "no", "never") for w in words)
+
+
 def says_enough(clause: str) -> bool:
     """Whether a clause carries enough words of its own to name a concept by meaning: at least
     :data:`MIN_CONTENT_WORDS` words that are not stop words. A clause of one word besides "it seems to be just" is a
@@ -241,7 +261,7 @@ class ConceptMatcher:
         for c in read:
             if (not says_enough(c.text) or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
-                    or self._only_places(c.text)):
+                    or self._only_places(c.text) or only_routine(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)
@@ -285,7 +305,8 @@ class ConceptMatcher:
                                           or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4
                                               and not PAIN_WORD.search(texts[ti]))):
                     continue  # a short name of a pain needs a pain said: "my throat feels tight" is no "throat hurts"
-                status = "negative" if clause.negated else "unknown" if clause.uncertain else "positive"
+                status = ("negative" if clause.negated or (kind == "symptom" and _WORKS_NORMALLY.search(clause.text))
+                          else "unknown" if clause.uncertain else "positive")
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:
                     hits[(base, value)] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)

@@ -8,6 +8,7 @@ The attribute extractors themselves (one regular-language reader per attribute) 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from agent.core.ontology import SITE_VALUES, Vocabulary, located_finding, sited_pain, without_side
 from policies.nlu import attributes as attr
@@ -54,11 +55,12 @@ class DetailReader:
         self.lexicon = lexicon
         self.vocab = vocab
 
-    def symptom_attributes(self, clause: str, value: str, asked_checks: set[str]) -> dict:
-        """The attributes of symptom ``value`` that ``clause`` gives (``asked_checks``: what the doctor asked)."""
+    def symptom_attributes(self, clause: str, value: str, asked_checks: set[str], ended: bool = False) -> dict:
+        """The attributes of symptom ``value`` that ``clause`` gives (``asked_checks``: what the doctor asked;
+        ``ended``: its sentence tells the episode ended, ``attributes.episode_ended``)."""
         out: dict = {}
-        set_attr(out, "onset", attr.onset(clause, asked="onset" in asked_checks))
-        set_attr(out, "duration", attr.duration(clause))
+        set_attr(out, "onset", attr.onset(clause, asked="onset" in asked_checks, ended=ended))
+        set_attr(out, "duration", attr.duration(clause, ended=ended))
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
         prog = attr.progression(clause)
@@ -143,16 +145,20 @@ class DetailReader:
                 if not item.get("location"):
                     set_attr(item, "location", place)
 
-    def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str]) -> None:
+    def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str],
+                           sents: Sequence[str] = ()) -> None:
         """A symptom found by its clause (the second stage: "my left arm has gone weak" is ``weak limbs``, no lexicon
         phrase) has no place in a sentence to read details from: its own clause gives them ("this heavy pressure in
         the middle of my chest for about forty minutes": its duration). Where it is matters too (which arm, for the
-        stroke rule and the clinician): the one place its own clause names is its location."""
+        stroke rule and the clinician): the one place its own clause names is its location. ``sents``: the turn's
+        sentences, whose end ("..., but it passed") tells whether the clause's "for" span is a duration."""
         for m in mentions:
             if m.base != "symptom" or m.status == "negative":
                 continue
             item = frame.item("symptom", m.value, mention_status(m))
-            for k, v in self.symptom_attributes(m.sentence.lower(), m.value, asked_checks).items():
+            clause = m.sentence.lower()
+            ended = any(attr.episode_ended(s.lower()) for s in sents if clause and clause in s.lower())
+            for k, v in self.symptom_attributes(clause, m.value, asked_checks, ended).items():
                 # a detail another item already has from the same words is that item's ("my taste is getting worse
                 # and worse", ageusia's progression, is not a second finding's)
                 if k != "location" and k not in item and not any(
@@ -182,10 +188,11 @@ class DetailReader:
             for m in symptoms or (last_symptoms if carried else []):
                 item = frame.item("symptom", m.value, mention_status(m))
                 clause = sentence if carried else part.get(id(m), sentence)
-                found = self.symptom_attributes(clause, m.value, asked_checks)
+                ended = attr.episode_ended(sentence)  # "jumbled for a minute or so, but it passed": a duration
+                found = self.symptom_attributes(clause, m.value, asked_checks, ended)
                 if not carried:  # a time said in the symptom's own clause is its time, not an earlier one's
                     own = own_clause(m)  # ("I came back from Australia three days ago and since yesterday I ...")
-                    found |= {k: v for k in ("onset", "duration") if (v := getattr(attr, k)(own))}
+                    found |= {k: v for k in ("onset", "duration") if (v := getattr(attr, k)(own, ended=ended))}
                 for k, v in found.items():
                     if not (carried and k == "location" and _PLACE_DENIED.search(sentence)):
                         set_attr(item, k, v)
@@ -269,13 +276,26 @@ class DetailReader:
             set_attr(item, "frequency", attr.frequency(clause))
             if re.search(r"\b(help|helps|helped|helping|work|worked|better|difference|relief)\b", clause):
                 set_attr(item, "impact", attr.impact(clause))
-            # what it is taken for is named after "for", usually outside the medication's own words
-            cond = [x for x in here if x.base in ("medical_history", "symptom") and x.status == "positive"]
-            if cond and re.search(r"\bfor\b", sentence):
-                set_attr(item, "respone_to", cond[0].value)
+            if (taken_for := self._taken_for(m, here)) is not None:
+                set_attr(item, "respone_to", taken_for)
         elif m.base == "exposure":
             item = frame.item("exposure", m.value, m.status)
             set_attr(item, "where", attr.where(clause))
+
+    @staticmethod
+    def _taken_for(m: Mention, here: list[Mention]) -> str | None:
+        """What a medication is taken for: the condition named after a "for" that follows the drug ("ramipril for my
+        blood pressure"; "ramipril and amlodipine for my blood pressure" both), or in a "for ..." that opens the
+        sentence ("For my blood pressure I take ramipril"). A drug named after the condition is not for it
+        ("ramipril for my blood pressure and a statin": the statin is not)."""
+        conditions = [x for x in here if x.base in ("medical_history", "symptom") and x.status == "positive"]
+        text = m.sentence.lower()
+        for x in sorted(conditions, key=lambda c: c.char_start):
+            if x.char_start >= m.char_end and re.search(r"\bfor\b", text[m.char_end:x.char_end]):
+                return x.value
+        if re.match(r"\s*(?:and\s+|so\s+)?for\b", text):
+            return next((x.value for x in conditions if x.char_end <= m.char_start), None)
+        return None
 
     @staticmethod
     def share_trailing_time(frame: Frame, symptoms: list[Mention]) -> None:

@@ -61,9 +61,11 @@ class MentionFinder:
             base, value = self._terms.get(f.key) or ("medication", f.key.removeprefix(_DRUG))
             seen = finding(f.key)
             if seen is not None:
-                base, value, is_normal = seen
+                base, value, is_normal, a_kind = seen
                 if is_normal:
                     normal.add((f.sent, value))
+                if a_kind and f.status != "positive":
+                    continue  # "the room doesn't spin" denies the spinning, not the dizziness
             if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
                 continue  # "I'm drinking litres of water": drinking, not alcohol
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):

@@ -22,6 +22,7 @@ import re
 
 PREFIX = "O:"
 NORMAL = ":normal"
+KIND = ":kind"  # a kind of the finding ("the room spins" of dizziness): said, it affirms; denied, it denies nothing
 
 _GAP = r"(?:[\s-]+(?!(?:and|but|or|so|because|while)\b)[\w'’]+){0,5}?[\s-]+"
 """Up to five words between a fluid and its colour, none of them a clause's joining word, no punctuation: "my wee
@@ -132,6 +133,34 @@ def _ketones(n: float) -> str | None:
 _VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones}
 
 
+# -- what the patient senses ------------------------------------------------------------------------------------
+
+_SURROUNDINGS = (r"(?:room|whole room|world|whole world|everything|everything around me|ceiling|walls|floor|things|"
+                 r"my surroundings|the place|place)")
+_MOVING = (r"spinning|spun|spins|spin|going (?:a)?round(?: and (?:a)?round)?|went (?:a)?round|turning|whirling|"
+           r"tilting|swaying|rocking|lurching|moving")
+_SPINNING = re.compile(rf"\b{_SURROUNDINGS}\b(?:\s+(?:was|were|is|are|'s|’s|kept|keeps|started|starts|seemed|seems|"
+                       rf"felt|feels|looked|looks|like|it|to|be|was|just|all|suddenly|really|still|not|n't|didn't|"
+                       rf"doesn't|did|does|never|isn't|wasn't|round|around|me|on|going|been|has|had)){{0,4}}\s+"
+                       rf"(?P<c>{_MOVING})\b", re.I)
+"""The surroundings moving: vertigo as the NHS describes it ("feeling like everything around you is spinning"), said
+of whatever surrounds the patient ("the whole room was going round", "the ceiling started tilting"). MediTOD records
+vertigo as dizziness. The span is the movement; "the room doesn't spin" denies the spinning, not the dizziness a
+patient came with (:data:`KIND`)."""
+_SOUND = r"ringing|buzzing|whooshing|swooshing|hissing|humming|roaring|rushing|whistling|throbbing|pulsing|thumping"
+_EAR = r"(?:(?:my|the|both|one|one of my|either)\s+)?(?:(?:left|right|inner)\s+)?ears?\b"
+_EAR_NOISE = (
+    # "a whooshing noise in my ear", "ringing in both ears"
+    re.compile(rf"\b(?P<c>{_SOUND}|(?:a\s+)?noises?|(?:a\s+)?sounds?)(?:\s+(?:noise|noises|sound|sounds))?\s+"
+               rf"(?:in|inside|in\s+one\s+of)\s+{_EAR}", re.I),
+    # "my ears are ringing", "my left ear keeps buzzing"
+    re.compile(rf"\b{_EAR}(?:\s+(?:is|are|'s|’s|keep|keeps|kept|have been|has been|been|won't stop|started|start|"
+               rf"just|always|constantly|still)){{0,3}}\s+(?P<c>{_SOUND})\b", re.I),
+)
+"""Tinnitus as the NHS defines it: hearing noises that do not come from outside, such as ringing, buzzing, hissing,
+humming, whooshing or throbbing, said as a sound in the ear or as the ear making it. The span is the sound."""
+
+
 # -- someone else ill -------------------------------------------------------------------------------------------
 
 _ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|"
@@ -213,6 +242,10 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
     for pattern, value in _LUTS:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
+    # before the contagion: "the room was going round" is vertigo, not an illness going round
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:dizziness{KIND}") for m in _SPINNING.finditer(text)]
+    for pattern in _EAR_NOISE:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:tinnitus") for m in pattern.finditer(text)]
     for pattern in _CONTAGION:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}exposure:sick person") for m in pattern.finditer(text)]
     return _first_of_overlapping(out)
@@ -228,11 +261,11 @@ def _first_of_overlapping(spans: list[tuple[int, int, str]]) -> list[tuple[int, 
     return sorted(kept)
 
 
-def finding(key: str) -> tuple[str, str, bool] | None:
-    """``(slot type, value, normal)`` of an observation key, else None (not an observation)."""
+def finding(key: str) -> tuple[str, str, bool, bool] | None:
+    """``(slot type, value, normal, a kind of it)`` of an observation key, else None (not an observation)."""
     if not key.startswith(PREFIX):
         return None
     body = key.removeprefix(PREFIX)
-    normal = body.endswith(NORMAL)
-    base, value = body.removesuffix(NORMAL).split(":", 1)
-    return base, value, normal
+    normal, kind = body.endswith(NORMAL), body.endswith(KIND)
+    base, value = body.removesuffix(NORMAL).removesuffix(KIND).split(":", 1)
+    return base, value, normal, kind

@@ -832,3 +832,12 @@ def test_a_function_said_to_work_denies_its_impairment(nlu):
     """ "My sense of smell is the same as always": by meaning near its loss, and it denies it (the second stage)."""
     s = slots(nlu.frames("Honestly my sense of smell is the same as always."))
     assert not s.get("positive_symptom") and s.get("negative_symptom")
+
+
+def test_a_pain_quality_alone_describes_the_pain_named_and_fluids_are_no_alcohol(nlu):
+    """ "..., a nagging ache, ...": a clause of pain qualities describes the pain the turn named (not a headache by
+    meaning); drinking "enough" or "as much as I should" is fluids, drinking "more than I should" is alcohol."""
+    s = slots(nlu.frames("My hip has been sore since Friday, a dull ache, worse on stairs."))
+    assert "headache" not in values(s, "positive_symptom")
+    assert not slots(nlu.frames("In this heat I never drink enough.")).get("negative_habit")
+    assert "alcohol abuse" in values(slots(nlu.frames("I drink more than I should on Saturdays.")), "positive_habit")

@@ -83,6 +83,19 @@ _WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|normal|normally|okay|ok|alrig
 is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative)."""
 
 
+_PAIN_QUALITY = frozenset("""dull sharp burning stabbing throbbing aching ache aches pain pains constant gnawing nagging
+crampy cramping heavy tight shooting niggling deep mild bad terrible awful horrible really little bit kind sort
+horrid nasty""".split())
+"""A pain's qualities: a clause of them alone ("a dull ache", "sharp, stabbing pain") describes the pain the turn
+named, and by meaning it is near a short pain name (a dull ache: headache)."""
+
+
+def only_pain_quality(clause: str) -> bool:
+    """Whether every content word of a clause is a pain or a quality of one (:data:`_PAIN_QUALITY`)."""
+    words = [w for w in _WORD.findall(clause.lower().replace("'", "")) if w not in STOP_WORDS]
+    return bool(words) and all(w in _PAIN_QUALITY for w in words)
+
+
 def only_routine(clause: str) -> bool:
     """Whether every word of a clause is a daily routine or its time (:data:`_ROUTINE`)."""
     words = _WORD.findall(clause.lower().replace("'", ""))
@@ -261,7 +274,7 @@ class ConceptMatcher:
         for c in read:
             if (not says_enough(c.text) or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
-                    or self._only_places(c.text) or only_routine(c.text)):
+                    or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)

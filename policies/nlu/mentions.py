@@ -137,9 +137,12 @@ def _simile(before: str) -> bool:
 
 
 _DRINK = re.compile(r"drink(?:s|ing|er)?")
-_NOT_ALCOHOL = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
-                          r"coffees|juice|milk|squash|pop|soda|cola|smoothies?)\b", re.I)
-"""Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol)."""
+_NOT_ALCOHOL = re.compile(r"^(?:(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
+                          r"coffees|juice|milk|squash|pop|soda|cola|smoothies?)\b|\W+(?:enough|as much as|"
+                          r"nearly enough)\b)", re.I)
+"""Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol): a
+drink named, or the amount said as the advice on fluids says it ("I don't drink enough", "I don't always drink as much
+as I should")."""
 
 _CANNABIS_AFTER = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:weed|cannabis|marijuana|pot|joints?|spliffs?|skunk|hash|"
                              r"dope)\b", re.I)

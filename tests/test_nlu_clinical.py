@@ -841,3 +841,11 @@ def test_a_pain_quality_alone_describes_the_pain_named_and_fluids_are_no_alcohol
     assert "headache" not in values(s, "positive_symptom")
     assert not slots(nlu.frames("In this heat I never drink enough.")).get("negative_habit")
     assert "alcohol abuse" in values(slots(nlu.frames("I drink more than I should on Saturdays.")), "positive_habit")
+
+
+def test_a_span_that_counts_how_often_is_no_onset(nlu):
+    """Asked when it started, "three times a night" tells how often, not "a night ago"; a bare span still answers."""
+    s = slots(nlu.frames("I'm up three times a night to wee.", ask("symptom", "nocturia", {"type": "onset"})))
+    assert all("onset" not in it for it in s.get("positive_symptom", []))
+    s = slots(nlu.frames("About a fortnight.", ask("symptom", "nocturia", {"type": "onset"})))
+    assert s["positive_symptom"][0].get("onset") == "a fortnight ago"

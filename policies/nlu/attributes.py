@@ -275,6 +275,10 @@ def _amount(n: str) -> str:
     return "1" if n in ("a", "an", "") else n  # "" : "the past fortnight", one unit unsaid
 
 
+_RATE_BEFORE = re.compile(r"\b(?:times?|once|twice|per|every|each)\s*$", re.I)
+"""A span that counts how often ("four times a night", "twice a day", "once every week") is a frequency, not when it
+began: a bare "a night" after "times" answered "when did it start?" as "a night ago"."""
+
 _BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b")
 
 
@@ -283,7 +287,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     sentence tells the episode ended (:func:`episode_ended`), so its "for" span is a duration, not an onset."""
     ended = ended or episode_ended(text)
     for pat in [*_ONSET_PATTERNS, *([_BARE_SPAN] if asked else [])]:
-        if (m := pat.search(text)) and not (ended and m.group(0).startswith("for")):
+        m = next((x for x in pat.finditer(text) if not _RATE_BEFORE.search(text[:x.start()])), None)
+        if m and not (ended and m.group(0).startswith("for")):
             unit = m.group("u")
             n = _amount(m.group("n"))
             if n in ("1",) and unit.endswith("s"):

@@ -849,3 +849,12 @@ def test_a_span_that_counts_how_often_is_no_onset(nlu):
     assert all("onset" not in it for it in s.get("positive_symptom", []))
     s = slots(nlu.frames("About a fortnight.", ask("symptom", "nocturia", {"type": "onset"})))
     assert s["positive_symptom"][0].get("onset") == "a fortnight ago"
+
+
+def test_where_the_asked_pain_goes_is_no_other_part_of_the_body(nlu):
+    """Asked when the pain started, "... and it shoots round into my groin" tells where the same pain goes: the
+    onset in the sentence answers the question (a sentence about another part would not)."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["left side"]}]}
+    s = slots(nlu.frames("It came on about two days ago, really suddenly, and it shoots round into my groin.",
+                         ask("symptom", "pain", {"type": "onset"}), state))
+    assert [it.get("onset") for it in s.get("positive_symptom", []) if it["value"] == "pain"] == ["two days ago"]

@@ -14,7 +14,7 @@ def test_status_change_moves_item_and_keeps_attributes():
 
 
 def test_scalar_overwrites_and_lists_replace_or_union():
-    state = {"positive_symptom": [{"value": "pain", "onset": "a week ago", "location": ["chest"]}]}
+    state = {"positive_symptom": [{"value": "pain", "onset": "a week ago", "location": ["chest", "back"]}]}
     frame = [
         {
             "intent": "inform",
@@ -58,3 +58,27 @@ def test_track_cli():
     )
     res = json.loads(out.stdout)
     assert res["turns"] == 104 and res["exact_match"] == 1.0 and res["mismatches"] == []
+
+
+def test_the_same_symptom_at_other_places_is_a_complaint_of_its_own():
+    """A pain placed apart from every pain already placed keeps its own onset and character beside the first; a
+    detail said of one place goes to that place's item; an unplaced detail to the first, as before."""
+    state = update_state({}, [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "pain", "location": ["right side"], "onset": "four hours ago",
+         "positive_characteristics": ["colicky"]}]}}])
+    state = update_state(state, [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "pain", "location": ["back", "left side"], "onset": "a week ago"}]}}])
+    assert [(it["location"], it["onset"]) for it in state["positive_symptom"]] == [
+        (["right side"], "four hours ago"), (["back", "left side"], "a week ago")]
+    state = update_state(state, [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "pain", "location": ["left side"], "severity": "4"}]}}])
+    assert [it.get("severity") for it in state["positive_symptom"]] == [None, "4"]
+    state = update_state(state, [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain",
+                                                                                     "severity": "8"}]}}])
+    assert [it.get("severity") for it in state["positive_symptom"]] == ["8", "4"]
+    # the two flanks: a part in common, the sides apart
+    state = update_state({}, [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "pain", "location": ["right side", "back"], "onset": "four hours ago"}]}}])
+    state = update_state(state, [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "pain", "location": ["back", "left side"], "onset": "a week ago"}]}}])
+    assert [it["onset"] for it in state["positive_symptom"]] == ["four hours ago", "a week ago"]

@@ -1,6 +1,9 @@
 """Dialogue state tracking: merge each patient NLU turn into the CMAS patient state.
 
-Rules (issue 2 §4): an item is identified by its slot type and head ``value``; a value
+Rules (issue 2 §4): an item is identified by its slot type and head ``value`` (and, for a symptom the patient has
+at places apart from every place it was placed before, those places: a second complaint of its own, whose onset
+and character must not overwrite the first's; MediTOD keeps one item per value, and the shared dialogues replay
+104/104 either way); a value
 that changes status moves to the new status list keeping its attributes, except a symptom
 the patient has somewhere, denied somewhere else (that denial is an item of its own); scalar
 attributes overwrite; the record slots (travel, occupation, residence,
@@ -24,12 +27,27 @@ from agent.core import cmas
 from agent.core.data import DEFAULT_DATA_DIR, Dialogue, load_dialogues
 
 
-def _find(state: dict[str, Any], base: str, value: str) -> tuple[str, int] | None:
-    for status in cmas.SLOTS[base].statuses:
-        for i, item in enumerate(state.get(f"{status}_{base}", [])):
-            if item.get("value") == value:
-                return f"{status}_{base}", i
-    return None
+def _sides(places: list[str]) -> set[str]:
+    """The sides a placement names: "left side", "left knee", MediTOD's "knee(L)"."""
+    return {side for p in places for side in ("left", "right")
+            if side in p.lower() or p.endswith(f"({side[0].upper()})")}
+
+
+def same_place(a: list[str] | None, b: list[str] | None) -> bool:
+    """Whether two placements say the same place: a place in common and no sides that differ ("right side, back"
+    and "back, left side" are the two flanks)."""
+    a, b = list(a or []), list(b or [])
+    if (sa := _sides(a)) and (sb := _sides(b)) and not sa & sb:
+        return False
+    return bool(set(a) & set(b))
+
+
+def _find(state: dict[str, Any], base: str, value: str, places: list[str] | None = None) -> tuple[str, int] | None:
+    """Where the item of ``value`` is; of several (the same symptom at two places), the one at one of ``places``."""
+    found = [(f"{status}_{base}", i, item) for status in cmas.SLOTS[base].statuses
+             for i, item in enumerate(state.get(f"{status}_{base}", [])) if item.get("value") == value]
+    placed = [(n, i) for n, i, item in found if places and same_place(places, item.get("location"))]
+    return placed[0] if placed else (found[0][0], found[0][1]) if found else None
 
 
 ListMerge = Literal["replace", "union"]
@@ -43,6 +61,17 @@ def _merge_item(target: dict[str, Any], new: dict[str, Any], spec: cmas.SlotSpec
             target[attr] = merged
         else:
             target[attr] = v
+
+
+def _elsewhere_too(state: dict[str, Any], name: str, base: str, item: dict[str, Any]) -> bool:
+    """A symptom the patient has at other places than every item of that value already placed: a second complaint
+    of its own ("a colicky pain in my right side" since four hours, then "my back's been sore on the left for a
+    week"), kept beside the first so the first keeps its onset and character. A place shared with an item, or an
+    item not placed yet, is the same complaint (merged as before)."""
+    if base != "symptom" or name != f"positive_{base}" or not item.get("location"):
+        return False
+    same = [it for it in state.get(name) or [] if it.get("value") == item.get("value")]
+    return bool(same) and all(it.get("location") and not same_place(item["location"], it["location"]) for it in same)
 
 
 def _denied_elsewhere(have: dict[str, Any], where: str, item: dict[str, Any], status: str | None, base: str) -> bool:
@@ -70,8 +99,8 @@ def update_state(
                     _merge_item(record[0], item, spec, list_merge)
                 continue
             for item in items:
-                found = _find(new, base, item.get("value"))
-                if found is None:
+                found = _find(new, base, item.get("value"), item.get("location"))
+                if found is None or _elsewhere_too(new, name, base, item):
                     new.setdefault(name, []).append(copy.deepcopy(item))
                     continue
                 where, i = found

@@ -76,6 +76,11 @@ def test_the_same_symptom_at_other_places_is_a_complaint_of_its_own():
     state = update_state(state, [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain",
                                                                                      "severity": "8"}]}}])
     assert [it.get("severity") for it in state["positive_symptom"]] == ["8", "4"]
+    # a new place said without a time is where the pain goes ("it goes down my arm"): the same complaint
+    goes = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["arm"]}]}}]
+    spread = update_state({"positive_symptom": [{"value": "pain", "location": ["chest"], "onset": "an hour ago"}]},
+                          goes)
+    assert len(spread["positive_symptom"]) == 1
     # the two flanks: a part in common, the sides apart
     state = update_state({}, [{"intent": "inform", "slots": {"positive_symptom": [
         {"value": "pain", "location": ["right side", "back"], "onset": "four hours ago"}]}}])

@@ -1,9 +1,9 @@
 """Dialogue state tracking: merge each patient NLU turn into the CMAS patient state.
 
 Rules (issue 2 §4): an item is identified by its slot type and head ``value`` (and, for a symptom the patient has
-at places apart from every place it was placed before, those places: a second complaint of its own, whose onset
-and character must not overwrite the first's; MediTOD keeps one item per value, and the shared dialogues replay
-104/104 either way); a value
+at places apart from every place it was placed before, begun at another time, those places: a second complaint of
+its own, whose onset and character must not overwrite the first's; MediTOD keeps one item per value, and the
+shared dialogues replay 104/104 either way); a value
 that changes status moves to the new status list keeping its attributes, except a symptom
 the patient has somewhere, denied somewhere else (that denial is an item of its own); scalar
 attributes overwrite; the record slots (travel, occupation, residence,
@@ -64,14 +64,16 @@ def _merge_item(target: dict[str, Any], new: dict[str, Any], spec: cmas.SlotSpec
 
 
 def _elsewhere_too(state: dict[str, Any], name: str, base: str, item: dict[str, Any]) -> bool:
-    """A symptom the patient has at other places than every item of that value already placed: a second complaint
-    of its own ("a colicky pain in my right side" since four hours, then "my back's been sore on the left for a
-    week"), kept beside the first so the first keeps its onset and character. A place shared with an item, or an
-    item not placed yet, is the same complaint (merged as before)."""
-    if base != "symptom" or name != f"positive_{base}" or not item.get("location"):
+    """A symptom the patient has at other places than every item of that value already placed, begun at another
+    time: a second complaint of its own ("a colicky pain in my right side" since four hours, then "my back's been
+    sore on the left for a week"), kept beside the first so the first keeps its onset and character. A place shared
+    with an item, an item not placed or not dated yet, or a new place said without a time ("it goes down my arm":
+    where the pain spreads) is the same complaint (merged as before)."""
+    if base != "symptom" or name != f"positive_{base}" or not item.get("location") or not item.get("onset"):
         return False
     same = [it for it in state.get(name) or [] if it.get("value") == item.get("value")]
-    return bool(same) and all(it.get("location") and not same_place(item["location"], it["location"]) for it in same)
+    return bool(same) and all(it.get("location") and not same_place(item["location"], it["location"])
+                              and it.get("onset") and it["onset"] != item["onset"] for it in same)
 
 
 def _denied_elsewhere(have: dict[str, Any], where: str, item: dict[str, Any], status: str | None, base: str) -> bool:

@@ -185,10 +185,10 @@ class DetailReader:
             here = by_sent.get(i, [])
             symptoms = [m for m in here if m.base == "symptom" and m.status != "negative"]
             carried = not here and last_symptoms  # "It started a week ago." is about what was just named
+            ended = attr.episode_ended(sentence)  # "jumbled for a minute or so, but it passed": a duration
             for m in symptoms or (last_symptoms if carried else []):
                 item = frame.item("symptom", m.value, mention_status(m))
                 clause = sentence if carried else part.get(id(m), sentence)
-                ended = attr.episode_ended(sentence)  # "jumbled for a minute or so, but it passed": a duration
                 found = self.symptom_attributes(clause, m.value, asked_checks, ended)
                 if not carried:  # a time said in the symptom's own clause is its time, not an earlier one's
                     own = own_clause(m)  # ("I came back from Australia three days ago and since yesterday I ...")

@@ -140,7 +140,7 @@ _SURROUNDINGS = (r"(?:room|whole room|world|whole world|everything|everything ar
 _MOVING = (r"spinning|spun|spins|spin|going (?:a)?round(?: and (?:a)?round)?|went (?:a)?round|turning|whirling|"
            r"tilting|swaying|rocking|lurching|moving")
 _SPINNING = re.compile(rf"\b{_SURROUNDINGS}\b(?:\s+(?:was|were|is|are|'s|’s|kept|keeps|started|starts|seemed|seems|"
-                       rf"felt|feels|looked|looks|like|it|to|be|was|just|all|suddenly|really|still|not|n't|didn't|"
+                       rf"felt|feels|looked|looks|like|it|to|be|just|all|suddenly|really|still|not|n't|didn't|"
                        rf"doesn't|did|does|never|isn't|wasn't|round|around|me|on|going|been|has|had)){{0,4}}\s+"
                        rf"(?P<c>{_MOVING})\b", re.I)
 """The surroundings moving: vertigo as the NHS describes it ("feeling like everything around you is spinning"), said

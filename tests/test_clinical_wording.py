@@ -24,6 +24,7 @@ from eval.runs.generalisation import find_status
     ("medication", "paracetamol", "acetaminophen"),  # INN and USAN
     ("habit", "drinking", "alcohol abuse"),  # MediTOD's name for any drinking habit
     ("symptom", "haematuria", "hematuria"),  # British spelling
+    ("symptom", "saddle anesthesia", "saddle anaesthesia"),  # a value listed in British spelling, said in US
     ("symptom", "excessive sweating", "hyperhidrosis"),
 ])
 def test_two_names_of_one_concept_are_one_item(base, a, b):

@@ -44,6 +44,8 @@ def test_gate_sets_aside_invented_values_and_keeps_grounded_ones():
     assert reasons["0.slots.positive_symptom.2"]["unrecognized_value"]["value"] == "idiot"
     assert reasons["0.slots.positive_symptom.0"]["ungrounded"] == {"color": "purple with green dots"}
     assert grounded_in("yellowish", "it is yellow") and not grounded_in("astronaut", "I work in a bank")
+    # a number said in words grounds its digits, and only its own
+    assert grounded_in("71", "I'm seventy-one") and not grounded_in("71", "I'm seventy")
 
 
 def test_invented_values_never_reach_the_state_through_the_graph(tmp_path, monkeypatch):

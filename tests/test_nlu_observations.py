@@ -16,6 +16,7 @@ import pytest
 from graph_fixtures import default_store, talk
 
 from agent.core import cmas
+from agent.core.numbers import with_digits
 from policies.nlu.clinical import ClinicalNLU
 
 
@@ -180,8 +181,21 @@ def test_a_pain_in_waves_is_colicky(nlu, said):
     ("I'm a 42 year old bloke, I drive a van for a living.", "42", "male"),
     ("I'm a 29-year-old lass from Leeds.", "29", "female"),
     ("I'm a 67 year old chap.", "67", "male"),
+    ("I'm a fifty-three year old woman and I clean offices.", "53", "female"),  # in words, as a transcript writes it
+    ("I'm eighty two, and I'm a gentleman who likes his garden.", "82", "male"),
 ])
 def test_age_and_sex_said_as_people_say_them(nlu, said, age, sex):
     info = [it for f in nlu.frames(said, state={"positive_symptom": [{"value": "coughing"}]})
             for it in (f.get("slots") or {}).get("basic_information") or []]
     assert {"age": age, "sex": sex}.items() <= {k: v for it in info for k, v in it.items()}.items(), info
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I'm seventy-one and my hip hurts", "I'm 71 and my hip hurts"),
+    ("forty four years", "44 years"),
+    ("a hundred and three", "103"),
+    ("I want the left one", "I want the left one"),  # "one" alone is a pronoun as often as a number
+    ("twenty twelve", "twenty twelve"),  # no number
+])
+def test_numbers_said_in_words_are_read_as_digits(text, expected):
+    assert with_digits(text) == expected

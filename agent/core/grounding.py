@@ -20,6 +20,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from agent.core import cmas
+from agent.core.numbers import with_digits
 from agent.core.ontology import Vocabulary
 
 PROGRESSIONS = frozenset({
@@ -34,7 +35,7 @@ _CLOSED = {"progression": PROGRESSIONS}
 
 
 def _words(text: str) -> list[str]:
-    return [_NUMBER_WORDS.get(w, w) for w in _WORD.findall(text.lower())]
+    return [_NUMBER_WORDS.get(w, w) for w in _WORD.findall(with_digits(text).lower())]
 
 
 def grounded_in(value: str, utterance: str, threshold: float = 0.75) -> bool:

@@ -273,6 +273,11 @@ def load_vocabulary(path: str | Path = DEFAULT_VOCABULARY, ontology: Ontology | 
         vocab.names = {base: {n: v for n, v in names.items() if vocab.known(base, v)}
                        for base, names in other_names().items()}
         vocab.drug_class = inn_stems().drug_class
+    for base, terms in table.items():  # a value listed in its British spelling ("saddle anaesthesia", from HPO or a
+        for term in terms:  # curated file) is known in the US one too, as the British of a US value already is
+            us = _us_spelling(term)
+            if us != term and not vocab._listed(base, us):
+                vocab.names.setdefault(base, {}).setdefault(us, term)
     vocab._canonical.clear()  # nothing resolved while the tables were being filled stays
     return vocab
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from agent.core.numbers import with_digits
+
 _SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
 _SPREAD_VERB = (r"(?:goes|go|went|going|spreads?|spreading|radiates?|radiating|travels?|travell?ing|shoots?|shooting|"
                 r"moves?|moving|runs?|running|comes?\s+(?:up|down|through|into))")
@@ -464,7 +466,8 @@ def factors(text: str, table: dict[str, str]) -> dict[str, list[str]]:
 
 
 def age(text: str) -> str | None:
-    m = _AGE.search(text)
+    """The age the patient says ("I'm 45", "a 45-year-old", "I'm seventy-one"), in digits."""
+    m = _AGE.search(with_digits(text))
     return (m.group(1) or m.group(2)) if m else None
 
 
@@ -475,18 +478,19 @@ _STATED_AGE = re.compile(
 def stated_age(text: str) -> str | None:
     """An age the patient states unasked: "I'm 67." ends the clause at the number ("I'm 30 weeks" and "I'm 5 foot"
     go on with a unit and are no age)."""
-    m = _STATED_AGE.search(text)
+    m = _STATED_AGE.search(with_digits(text))
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 
 def bare_age(text: str) -> str | None:
     """An age given as a bare number, when the doctor asked for it ("Sure, 39.")."""
-    m = re.search(r"\b(\d{1,3})\b", text)
+    m = re.search(r"\b(\d{1,3})\b", with_digits(text))
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 
 def sex(text: str, asked: bool = False) -> str | None:
     """The sex the patient states ("I'm a man"); ``asked``: the doctor asked for it, so a bare word answers."""
+    text = with_digits(text)  # "I'm a fifty-two year old man"
     m = _SEX.search(text) or (_BARE_SEX.search(text) if asked else None)
     if not m:
         return None

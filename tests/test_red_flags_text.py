@@ -285,3 +285,21 @@ def test_a_red_flag_quality_said_of_the_part_is_its_phrase(said, rule):
 
 def test_a_red_flag_quality_denied_of_the_part_raises_nothing():
     assert not check_text_flags("My chest isn't heavy at all, it's just my back.", opening=True)
+
+
+@pytest.mark.parametrize(("said", "fainted"), [
+    ("There's a faint pink blotch on my shin.", False),  # an adjective: dim, not a faint
+    ("The music sounds faint in my right ear now.", False),
+    ("The line on the test was faint.", False),
+    ("I had a faint in the supermarket on Saturday.", True),  # a noun: one faint
+    ("I often faint when I stand up too quickly.", True),  # the verb
+])
+def test_faint_as_dim_is_no_fainting(said, fainted):
+    """"faint" meaning dim or weak raises no syncope, in the red-flag phrases and in the NLU, both read through one
+    phrase finder (agent.core.clinical_text._dim); fainting said as a verb or a noun still does."""
+    from eval.runs.nlu_check import build_nlu
+
+    raised = "syncope" in {f.id for f in check_text_flags(said, default_rules())}
+    frames = build_nlu()[0].read(said, [], {}, "").frames
+    read = any(x.get("value") == "syncope" for f in frames for x in (f.get("slots") or {}).get("positive_symptom", []))
+    assert (raised, read) == (fainted, fainted), (said, raised, frames)

@@ -301,6 +301,7 @@ class PhraseFinder:
                 found = [m for m in found if not taken & set(range(m[1], m[2]))] + spanned
                 covered = {i for _, start, end in found for i in range(start, end)}
                 found += [m for m in self._word_matches(doc) if m[1] not in covered]  # a listed phrase wins
+                found = [m for m in found if not _dim(doc, m[1], m[2])]
                 doc.ents = filter_spans([Span(doc, s, e, label=nlp.vocab.strings[k]) for k, s, e in found])
             doc = proc(doc)
         sents = list(doc.sents)
@@ -369,6 +370,41 @@ class PhraseFinder:
             if (key := self._words(t.lower_)) is not None:
                 out.append((doc.vocab.strings.add(_WORD + key), t.i, t.i + 1))
         return out
+
+
+_FAINT_BY = frozenset("""i i'd i'll you he she we they it'd to would could might may will can 'd 'll did do does
+feel feels felt feeling""".split())
+"""What "faint" follows when a person faints or feels faint ("I faint", "going to faint", "I felt faint")."""
+_GOING = frozenset("go goes going went gone".split())
+_PERSONS = frozenset("i you he she we they".split())
+_SKIPPED = frozenset("""really very quite so a bit little slightly all sometimes often always just nearly almost then
+suddenly completely totally had has have 've 's was were is am been""".split())
+_NOUN_FOLLOWERS = frozenset("""at in on and or but with when while after before last yesterday today earlier this
+that then once twice""".split())
+
+
+def _dim(doc: Doc, start: int, end: int) -> bool:
+    """Whether a match is the adjective "faint" (dim, weak: "a faint rash", "the sound has gone faint", "her voice
+    sounds faint"), not a person fainting or feeling faint: "faint" names an event only after a person, a modal or a
+    verb of feeling ("I faint", "going to faint", "I went faint", "I felt faint"), or as a noun ("I had a faint at
+    work"). Read for every phrase list (the NLU's lexicon and the red-flag phrases), which match "faint" inflected."""
+    if end - start != 1 or doc[start].lower_ != "faint":
+        return False
+    i = start - 1
+    while i >= 0 and doc[i].lower_ in _SKIPPED and doc[i].lower_ not in ("a",):
+        i -= 1
+    before = doc[i].lower_ if i >= 0 else ""
+    if before in _FAINT_BY:
+        return False
+    if before in _GOING:  # "I went faint", not "the sound has gone faint"
+        j = i - 1
+        while j >= 0 and doc[j].lower_ in _SKIPPED:
+            j -= 1
+        return not (j >= 0 and doc[j].lower_ in _PERSONS)
+    if before in ("a", "the", "one", "another", "this", "that"):  # "a faint at work" names one; "a faint rash" not
+        after = doc[start + 1] if start + 1 < len(doc) else None
+        return after is not None and after.is_alpha and after.lower_ not in _NOUN_FOLLOWERS
+    return before != ""  # "Faint, then ..." opens with it; a noun or an adjective before ("sounds faint") is dimness
 
 
 _WORD = "W:"

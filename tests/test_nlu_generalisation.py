@@ -265,6 +265,7 @@ def test_a_guardian_speaking_for_the_patient_is_read_as_the_patient(store):
     state, flags = session.state().patient_state, session.state().red_flags
     assert status_of(state, "symptom", "vomiting") == "positive", state
     assert status_of(state, "family_history", "vomiting") is None, state
+    assert (state.get("basic_information") or [{}])[0].get("sex") == "male", state  # the guide: "my son" is male
     assert flags and all("guardian" in e.get("told_by", "") for f in flags for e in f["evidence"] if "told_by" in e)
     assert any(e.get("told_by") for f in flags for e in f["evidence"]), flags
     state = talk(store, "My mother has had diabetes for years and my brother had a heart attack.").state().patient_state

@@ -800,6 +800,11 @@ def default_clause_reader() -> ClauseReader:
 # Friends and colleagues are left out: they are sick contacts more often than patients brought in.
 GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
 grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
+GUARDED_SEX = {**dict.fromkeys("mum mom mother mam daughter wife girl grandma grandmother granny nan nana sister".split(),
+                                "female"),
+               **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother".split(), "male")}
+"""The sex a relation word tells of the relative a guardian speaks for: MediTOD's guide records it ("my son, he's 2
+1/2 months old": the patient is male); a partner, a baby or a child tells none."""
 # Relatives whose mention after the first makes a turn a family history; a spouse or child may well be mentioned
 # in a guardian's report ("today he didn't recognise our daughter").
 _BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
@@ -843,9 +848,10 @@ _HAVE_NEXT = frozenset("got gone been had started just suddenly always never als
 _GUARDIAN_FRAME = re.compile(
     r"^\W*(?:(?:hi|hello|yes|yeah|well|so|um|erm|doctor)\W+)*(?:(?:i'm|i am|i've|i have|we're|we are)\s+"
     r"(?:just\s+|only\s+)?(?:(?:calling|phoning|ringing|here|come(?: in)?|asking|worried|concerned|speaking)\s+)?"
-    r"(?:about|for|with|on behalf of|because of)|(?:it's|it is)(?:\s+about)?)\s+(?=my\s)", re.I)
+    r"(?:about|for|with|on behalf of|because of)|(?:it's|it is)(?:\s+about)?"
+    r"|(?:i've|i have|we've|we have)\s+(?:just\s+)?brought|(?:i'm|i am|we're|we are)\s+bringing)\s+(?=my\s)", re.I)
 """How a guardian introduces whom they speak for ("I'm calling about my mum, she's ...", "I'm here with my dad",
-"It's my son, he's ..." reads without it as "my son, he's ...")."""
+"It's my son, he's ...", "I've brought my gran in, she's ..." reads without it as "my son, he's ...")."""
 
 
 def unframed(text: str) -> str:

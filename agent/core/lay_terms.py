@@ -265,7 +265,7 @@ def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern[str], st
     out = []
     for pattern, plain in raw.items():
         try:
-            out.append((re.compile(rf"\b(?:{pattern})\b", re.I), str(plain)))
+            out.append((re.compile(rf"\b(?:{pattern})(?:e?s)?\b", re.I), str(plain)))  # "water infections"
         except re.error as exc:
             raise LayTermsError(f"{path}: glosses: {pattern!r} is not a regular expression ({exc})") from exc
     return tuple(out)

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent.core import cmas
-from agent.core.clinical_text import REPORTING_VERBS, as_the_patient, default_clause_reader, spoken_for
+from agent.core.clinical_text import GUARDED_SEX, REPORTING_VERBS, as_the_patient, default_clause_reader, spoken_for
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import disclosures
@@ -97,8 +97,9 @@ class ClinicalNLU:
         state = state or {}
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
+        relative = None
         if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
-            text = as_the_patient(text)[0]
+            text, relative = as_the_patient(text)
         frame = Frame()
         mentions, sents = self.mentions(text, last_placed(state)) if text.strip() else ([], [])
         second = self._second_stage(text, mentions) if text.strip() else []
@@ -120,6 +121,8 @@ class ClinicalNLU:
         self.details.place_from_before(frame, mentions, state)
         self.details.name_angioedema(frame, mentions)
         self.details.records(frame, text, whole, asked)
+        if relative in GUARDED_SEX:  # "I'm here with my mum": the patient is a woman
+            frame.record("basic_information").setdefault("sex", GUARDED_SEX[relative])
         self.answers.apply(frame, text, sents, mentions, asked, state, doctor)
         self._relatives_answer(frame, text, mentions, asked, proxy)
         self.answers.hedged_amount(frame, text)

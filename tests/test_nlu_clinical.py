@@ -861,7 +861,7 @@ def test_where_the_asked_pain_goes_is_no_other_part_of_the_body(nlu):
 
 
 @pytest.mark.parametrize("said", ["My grandmother has had a fall this morning and she can't get up, she's ninety.",
-                                  "I've brought my grandmother in, she's ninety and she's had a fall and can't get up."])
+                                  "I've brought my grandmother in, she's ninety and she's had a fall and can't stand."])
 def test_a_guardians_relation_word_tells_the_patients_sex_and_only_a_guardians(nlu, said):
     """MediTOD's guide records the sex a guardian's relation word tells ("my son": male); a relative's own history
     tells nothing of the patient. "I've brought my ... in" introduces the patient as "I'm here with my ..." does."""
@@ -870,7 +870,7 @@ def test_a_guardians_relation_word_tells_the_patients_sex_and_only_a_guardians(n
     assert "basic_information" not in slots(nlu.frames("My grandmother had a stroke at ninety."))
 
 
-@pytest.mark.parametrize("said", ["I keep needing to pee all the time.", "I'm running to the toilet to wee constantly."])
+@pytest.mark.parametrize("said", ["I keep needing to pee all the time.", "I'm running to the loo to wee constantly."])
 def test_a_near_description_is_taken_with_a_small_lead_over_a_kindred_concept(nlu, said):
     """Two urinary complaints share the word ("frequent urination", "trouble urinating"): a clause close to one of
     them (concepts.CLOSE_MATCH) takes it with a small lead, where the general margin had dropped both."""

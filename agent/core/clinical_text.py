@@ -800,8 +800,8 @@ def default_clause_reader() -> ClauseReader:
 # Friends and colleagues are left out: they are sick contacts more often than patients brought in.
 GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
 grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
-GUARDED_SEX = {**dict.fromkeys("mum mom mother mam daughter wife girl grandma grandmother granny nan nana sister".split(),
-                                "female"),
+_FEMALE_KIN = "mum mom mother mam daughter wife girl grandma grandmother granny nan nana sister"
+GUARDED_SEX = {**dict.fromkeys(_FEMALE_KIN.split(), "female"),
                **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother".split(), "male")}
 """The sex a relation word tells of the relative a guardian speaks for: MediTOD's guide records it ("my son, he's 2
 1/2 months old": the patient is male); a partner, a baby or a child tells none."""

@@ -199,3 +199,47 @@ def test_age_and_sex_said_as_people_say_them(nlu, said, age, sex):
 ])
 def test_numbers_said_in_words_are_read_as_digits(text, expected):
     assert with_digits(text) == expected
+
+
+COUGHING = {"positive_symptom": [{"value": "coughing"}]}  # mid-interview: a complaint is already known
+
+
+def _items(nlu, said, state=None):
+    return {(name, it.get("value")) for f in nlu.frames(said, state=state or COUGHING)
+            for name, its in (f.get("slots") or {}).items() for it in its}
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("I smoked twenty a day since school and packed it in when my daughter was born.", "former smoker"),
+    ("I smoked for a long time but I quit after my bypass.", "former smoker"),
+    ("I smoke, and I've been trying to give up for ages.", "smoking"),  # an attempt is no quitting
+    ("I smoke about ten a day and I'd like to stop.", "smoking"),
+])
+def test_a_smoker_who_quit_is_a_former_smoker(nlu, said, value):
+    habits = {v for name, v in _items(nlu, said) if name == "positive_habit"}
+    assert habits == {value}, habits
+
+
+@pytest.mark.parametrize(("said", "status"), [
+    ("I get a lot more breathless than normal on the hill.", "positive"),  # a comparison is no verdict
+    ("My breathing's fine.", "negative"),
+])
+def test_a_comparison_with_normal_is_no_denial(nlu, said, status):
+    assert (f"{status}_symptom", "dyspnea") in _items(nlu, said, state={"positive_symptom": [{"value": "fever"}]})
+
+
+@pytest.mark.parametrize(("said", "expected", "not_expected"), [
+    ("I share a flat with my boyfriend. He's had a bad cold all week.", ("positive_exposure", "sick person"),
+     ("positive_medical_history", "cold")),
+    ("My flatmate has been throwing up since Sunday.", ("positive_exposure", "sick person"),
+     ("positive_symptom", "vomiting")),
+    ("My husband has type 2 diabetes, he's on tablets for it.", None, ("positive_medical_history", "diabetes mellitus")),
+    ("My partner says I've been wheezing at night.", ("positive_symptom", "wheezing"), None),  # a report on the patient
+])
+def test_someone_elses_illness_said_mid_interview_is_not_the_patients(nlu, said, expected, not_expected):
+    """The patient speaking of someone who is no blood relative ("he", "she", a partner, a flatmate): their passing
+    illness is a sick contact, their lasting one nobody's in this state; a partner who reports on the patient leaves
+    the fact the patient's."""
+    items = _items(nlu, said)
+    assert expected is None or expected in items, items
+    assert not_expected is None or not_expected not in items, items

@@ -141,6 +141,9 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
+    rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))
     # A new clause about the patient ends a relative's scope: "my brother had a heart attack and I get chest pain".
     rules.append(ConTextRule("and i", "FAMILY", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},

@@ -183,9 +183,14 @@ def opening_index(dialogue: Dialogue) -> int | None:
 # --------------------------------------------------------------------------- reading a transcript
 
 
-def read_turn(nlu: Any, text: str, last_actions: list[dict], state: dict, doctor: str) -> tuple[list[dict], set]:
-    """The clinical NLU's frames of one patient turn and the (slot name, value) pairs its second stage gave."""
-    out = nlu.read(text, last_actions, state, doctor)
+def read_turn(nlu: Any, text: str, last_actions: list[dict], state: dict, doctor: str,
+              turns: list[tuple[str, str]] | None = None) -> tuple[list[dict], set]:
+    """The clinical NLU's frames of one patient turn and the (slot name, value) pairs its second stage gave.
+    ``turns``: the conversation before it, from which the live agent knows whom a guardian speaks for
+    (``spoken_for``: then "he" and "she" are the patient)."""
+    from agent.core.clinical_text import spoken_for
+
+    out = nlu.read(text, last_actions, state, doctor, proxy=spoken_for(turns) if turns else None)
     return out.frames, {tuple(p) for p in out.second_stage}
 
 
@@ -254,7 +259,8 @@ class Checker:
                 doctor, actions = u.text, self.reader.read(u.text, turns)
                 turns.append(("doctor", u.text))
                 continue
-            frames, second = read_turn(self.nlu, u.text, actions, state, doctor)
+            frames, second = read_turn(self.nlu, u.text, actions, state, doctor, turns)
+            turns.append(("patient", u.text))
             state = cmas.parse_state(update_state(state, frames))
             counts.patient_turns += 1
             items = frame_items(frames)

@@ -101,7 +101,8 @@ class ClinicalNLU:
         if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
             text, relative = as_the_patient(text)
         frame = Frame()
-        mentions, sents = self.mentions(text, last_placed(state)) if text.strip() else ([], [])
+        mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and relative is None)
+                           if text.strip() else ([], []))
         second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second
         whole = attr.clean(text)

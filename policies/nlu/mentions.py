@@ -51,9 +51,12 @@ class MentionFinder:
         conditions = [t for t in self.lexicon.terms if t.base == CONDITION]
         return {singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
 
-    def mentions(self, text: str, named_before: Iterable[str] = ()) -> tuple[list[Mention], list[str]]:
+    def mentions(self, text: str, named_before: Iterable[str] = (), others: bool = True
+                 ) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order). ``named_before``:
-        the places the conversation was last about, which a "they" may stand for ("They're stiff in the morning")."""
+        the places the conversation was last about, which a "they" may stand for ("They're stiff in the morning").
+        ``others``: "he", "she" and the people of the patient's life who are no blood relatives (a wife, a friend)
+        are someone else; False when a guardian speaks, for whom "she" is the patient."""
         found, sents = self.finder.find(text, named_before)
         out = []
         normal: set[tuple[int, str]] = set()  # (sentence, value) a normal reading denies ("my temp was 36.8")
@@ -74,6 +77,12 @@ class MentionFinder:
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
+            if (others and not f.family and base in (CONDITION, "medical_history", "symptom")
+                    and _someone_else(" ".join(sents[:f.sent]), f.sentence[:f.char_start])):
+                if base == "symptom" or _PASSING_ILLNESS.search(value):
+                    base, value = "exposure", "sick person"  # "I live with my wife. She's got a cold": a contact
+                else:
+                    continue  # "my husband has diabetes": no blood relative's, and not the patient's
             if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
                 base, value = CONDITION, IMMUNIZATION  # "my flu jab": a vaccine against it, not the illness
             if base == CONDITION:
@@ -87,6 +96,8 @@ class MentionFinder:
             status = f.status
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
+            if base == "habit" and value == "smoking" and status == "positive" and _quit(f.sentence[f.char_end:]):
+                value = "former smoker"  # "I smoked forty a day for years, I packed it in three years ago"
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
                 status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
@@ -149,6 +160,41 @@ _CANNABIS_AFTER = re.compile(r"^(?:\W+\w+){0,3}?\W+(?:weed|cannabis|marijuana|po
 """Words after a smoking word that make it cannabis ("smoking weed", "I smoke a joint"), which the lexicon records
 as its own habit; tobacco smoking is not said."""
 
+_OTHER_PERSON = (r"(?:he|she|(?:my|our|a|the)\s+(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|"
+                 r"flatmate|housemate|roommate|friends?|colleagues?|boss|neighbou?rs?|lodger)|someone|somebody|"
+                 r"everyone|everybody|people|half (?:the|my) \w+)")
+_SOMEONE_ELSE = re.compile(
+    rf"(?:^|[.,;]|\b(?:and|but|so|because|cause|actually|also)\b)\W*(?P<who>{_OTHER_PERSON})(?:'s|’s|'ve|’ve)?\s+"
+    rf"(?!(?:\w+\s+)?(?:said|says|say|told|tells|thinks|think|reckons|noticed|notices|thought|saw|sees|heard|hears)\b)"
+    r"(?:(?!\b(?:i|i'm|i've|i'd|me|my|myself)\b)[^,;.])*$", re.I)
+"""A clause whose subject is someone other than the patient, before the mention: "he", "she" ("they" is as often the
+knees or the headaches the patient spoke of), or one of the
+patient's people who is no blood relative (ConText's family cues name those): "I live with my wife. She's got a cold",
+"my husband has been coughing all week". Someone who reports on the patient ("my wife says I snore") is not it."""
+_PERSON_NOUN = re.compile(r"\b(?:wife|husband|partner|boyfriend|girlfriend|fiancee?|flatmate|housemate|roommate|"
+                          r"friends?|colleagues?|boss|neighbou?rs?|lodger|mum|mom|mother|dad|father|son|daughter|"
+                          r"brother|sister|gran\w*|grand\w+|nan|aunt\w*|uncle|cousin|baby|kids?|child|children|"
+                          r"girl|boy|man|woman|lady|guy)\b", re.I)
+
+
+def _someone_else(earlier: str, before: str) -> bool:
+    """Whether the clause a mention is in has someone else for its subject (:data:`_SOMEONE_ELSE`); a "he" or "she"
+    only when the turn named a person before it ("I live with my wife. She's got a cold"): said alone, it is as
+    likely the patient a guardian speaks for."""
+    m = _SOMEONE_ELSE.search(before)
+    if m is None:
+        return False
+    subject = m.group("who").lower()
+    if subject not in ("he", "she"):
+        return True
+    return bool(_PERSON_NOUN.search(f"{earlier} {before[:m.start()]}"))
+
+
+_PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tuberculosis|vir(?:us|al)|covid|bug|"
+                              r"gastroenteritis|pox|measles", re.I)
+"""An illness that passes between people: someone else's is a sick contact (an exposure), a lasting one is nobody's
+in the patient's state."""
+
 _DRUG = "drug:"
 # A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took
 # in the past / no), and the annotated dialogues file what is no longer taken under "no": a stopped medicine is a
@@ -159,6 +205,24 @@ _STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|no
 _STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\W+|they\W+|the doctor\W+)?"
                             r"(?:stopped|came off|come off|gave|quit|had to stop|took me off)\W+"
                             r"(?:taking\W+)?(?:it|them|that|those)\b", re.I)  # "... but I stopped it": the same drug
+
+
+_QUIT = re.compile(r"\b(?:quit|gave (?:it |them |up )?(?:up)?|given (?:it |them )?up|stopped|packed (?:it |them )?in|"
+                   r"knocked (?:it|that|them) on the head|kicked (?:it|the habit)|haven't (?:had|smoked) (?:one|a \w+) "
+                   r"since)\b", re.I)
+"""A smoker's quitting said after the smoking ("I smoked for thirty years and quit in 2015", "... I packed it in
+three years ago"): a former smoker (the ontology's own value), not a current one."""
+
+
+_QUIT_ATTEMPT = re.compile(r"\b(?:try|tried|trying|tries|want|wants|wanted|going|gonna|thinking|think|like|should|"
+                           r"hoping|hope|plan|planning|need|needs|can't|cannot|couldn't|never|not|haven't|hasn't|"
+                           r"won't|attempts?)\b(?:\W+\w+){0,2}\W*$", re.I)
+
+
+def _quit(after: str) -> bool:
+    """Whether the words after a smoking habit say it was given up, not only tried or wished ("I've tried to quit
+    but I can't", "I want to give up" are a current smoker's)."""
+    return any(not _QUIT_ATTEMPT.search(after[:m.start()]) for m in _QUIT.finditer(after))
 
 
 def _stopped(sentence: str, start: int, end: int) -> bool:

@@ -205,7 +205,7 @@ COUGHING = {"positive_symptom": [{"value": "coughing"}]}  # mid-interview: a com
 
 
 def _items(nlu, said, state=None):
-    return {(name, it.get("value")) for f in nlu.frames(said, state=state or COUGHING)
+    return {(name, it.get("value")) for f in nlu.frames(said, state=COUGHING if state is None else state)
             for name, its in (f.get("slots") or {}).items() for it in its}
 
 
@@ -243,3 +243,30 @@ def test_someone_elses_illness_said_mid_interview_is_not_the_patients(nlu, said,
     items = _items(nlu, said)
     assert expected is None or expected in items, items
     assert not_expected is None or not_expected not in items, items
+
+
+def test_a_new_clause_after_the_last_named_thing_keeps_its_details(nlu):
+    """"..., and I'm on the brown one twice a day": the frequency is the unnamed inhaler's, not the named one's; a
+    clause that speaks of the named thing again keeps them ("a cough, and I've had it for a week")."""
+    said = "I use my blue inhaler a lot at the moment, and I'm on the brown one twice a day too."
+    meds = [it for f in nlu.frames(said, state=COUGHING)
+            for it in (f.get("slots") or {}).get("positive_medication", [])]
+    assert meds and all(it.get("frequency") != "twice a day" for it in meds), meds
+    items = [it for f in nlu.frames("I've had this rash, and I've had it for a week now.", state=COUGHING)
+             for it in (f.get("slots") or {}).get("positive_symptom", [])]
+    assert any(it.get("duration") or it.get("onset") for it in items), items
+
+
+def test_how_the_patient_is_in_general_denies_nothing_after_it(nlu):
+    """"Not too great, I've had this cough": the greeting's answer is no negation of the complaint (it had recorded
+    a denied cough, from a real opening statement)."""
+    items = _items(nlu, "Honestly not so good, I've had this horrible headache since Tuesday.", state={})
+    assert ("positive_symptom", "headache") in items and ("negative_symptom", "headache") not in items, items
+
+
+def test_a_guardian_bringing_the_patient_in_introduces_the_patient(nlu):
+    """"I was just bringing my daughter ..., she's had ...": the report is the patient's, not a sick contact."""
+    items = _items(nlu, "I'm just bringing in my little girl, she's been pulling at her ear and crying all night.",
+                   state={})
+    assert ("positive_exposure", "sick person") not in items, items
+    assert ("basic_information", None) in items or any(n == "basic_information" for n, _ in items), items

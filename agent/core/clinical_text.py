@@ -141,6 +141,12 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # How the patient is in general ("not too great", "not feeling so good") denies nothing after it: "Oh, not too
+    # great, I've had this cough the last few days".
+    rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]},
+                                                            "OP": "?"},
+        {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "hot", "clever"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))
@@ -852,7 +858,8 @@ _GUARDIAN_FRAME = re.compile(
     r"^\W*(?:(?:hi|hello|yes|yeah|well|so|um|erm|doctor)\W+)*(?:(?:i'm|i am|i've|i have|we're|we are)\s+"
     r"(?:just\s+|only\s+)?(?:(?:calling|phoning|ringing|here|come(?: in)?|asking|worried|concerned|speaking)\s+)?"
     r"(?:about|for|with|on behalf of|because of)|(?:it's|it is)(?:\s+about)?"
-    r"|(?:i've|i have|we've|we have)\s+(?:just\s+)?brought|(?:i'm|i am|we're|we are)\s+bringing)\s+(?=my\s)", re.I)
+    r"|(?:i've|i have|we've|we have)\s+(?:just\s+)?brought|(?:i'm|i am|i was|i|we're|we are)\s+(?:just\s+)?bringing"
+    r"(?:\s+in)?)\s+(?=my\s)", re.I)
 """How a guardian introduces whom they speak for ("I'm calling about my mum, she's ...", "I'm here with my dad",
 "It's my son, he's ...", "I've brought my gran in, she's ..." reads without it as "my son, he's ...")."""
 

@@ -246,6 +246,14 @@ _COORDINATED = re.compile(
 _BOUNDARY = re.compile(r"[,;:]|\b(?:and|but|or|while|whereas|plus|then|also|as well as)\b", re.I)
 
 
+_NEW_CLAUSE = re.compile(r"[,;]?\s*\b(?:and|but|while|whereas|plus)\s+(?:i'm|i am|i've|i have|i'd|i was|i take|i use|"
+                         r"i get|i got)\b", re.I)
+"""After the last thing a sentence names, a new clause of the patient's own ("..., and I'm on the purple one twice a
+day"): its details are of what it tells, not of the thing named before it."""
+_BACK_TO_IT = re.compile(r"(?:\W+\w+){0,3}?\W+(?:it|them|that|this|those|these|one of them)\b", re.I)
+"""... unless it speaks of that thing again ("a cough, and I've had it for a week")."""
+
+
 def segments(mentions: list[Mention]) -> dict[int, str]:
     """The part of its sentence that each mention's attributes are read from, by ``id(mention)``.
 
@@ -272,7 +280,8 @@ def segments(mentions: list[Mention]) -> dict[int, str]:
             last = bounds[-1] if bounds else None
             cuts.append(prev.char_end + (last.start() if last else 0))
             groups.append([nxt])
-        cuts.append(len(sentence))
+        tail = _NEW_CLAUSE.search(sentence, ms[-1].char_end)
+        cuts.append(tail.start() if tail and not _BACK_TO_IT.match(sentence, tail.end()) else len(sentence))
         for i, group in enumerate(groups):
             part = sentence[cuts[i]:cuts[i + 1]]
             for m in group:

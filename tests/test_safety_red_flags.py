@@ -413,3 +413,16 @@ def test_max_onset_days_must_be_a_number_of_days(tmp_path):
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(RuleError, match="max_onset_days"):
         load_rules(path)
+
+
+@pytest.mark.parametrize(("stay", "raised"), [
+    ({"value": "hospitalization"}, False),  # "I was in hospital with my chest last winter": no time, no clot risk
+    ({"value": "hospitalization", "starting": "three months ago"}, False),
+    ({"value": "hospitalization", "starting": "two weeks ago"}, True),  # Wells: within the last 4 weeks
+    ({"value": "surgery"}, True),
+])
+def test_a_hospital_stay_is_a_clots_risk_factor_only_when_recent(rules, stay, raised):
+    """NICE NG158 / Wells: breathlessness with a recent hospital stay raises the pulmonary embolism rule; a stay of
+    unknown or long-past time does not (a COPD exacerbation with last winter's admission had raised the emergency)."""
+    state = {"positive_symptom": [{"value": "dyspnea"}], "positive_medical_history": [stay]}
+    assert ("pulmonary_embolism" in ids(state, rules)) == raised

@@ -386,9 +386,10 @@ _WEEKDAY = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|s
 
 
 def onset_days(item: dict[str, Any]) -> float | None:
-    """How many days ago an item began, read from its ``onset`` as the NLU writes it ("two days ago", "yesterday
-    morning", "since this morning", "sunday": within the week); None when it says no time."""
-    text = str(item.get("onset") or "").lower()
+    """How many days ago an item began, read from its ``onset`` (a history item's ``starting``) as the NLU writes
+    it ("two days ago", "yesterday morning", "since this morning", "sunday": within the week); None when it says no
+    time."""
+    text = str(item.get("onset") or item.get("starting") or "").lower()  # a history item's time is "starting"
     if not text:
         return None
     if m := _AGO.search(text):

@@ -881,3 +881,13 @@ def test_a_glossary_word_is_read_in_the_plural_too(nlu):
     """lay_glossary.yaml: "water infection" is a urinary tract infection, "water infections" too."""
     s = slots(nlu.frames("I've had a few of those water infections over the years."))
     assert "urinary tract infection" in values(s, "positive_medical_history"), s
+
+
+@pytest.mark.parametrize("said", ["I slipped in the bath and whacked my head on the taps.",
+                                  "Our grandson's swing caught me and I bashed my head on the wall."])
+def test_a_blow_to_the_head_is_a_head_injury_and_cracked_is_no_crack_cocaine(nlu, said):
+    """NICE NG232 starts from the mechanism: a head injury said as the blow. "Crack" names cocaine only as the drug
+    ("I cracked my head on the step" had recorded a cocaine habit, and no head injury)."""
+    s = slots(nlu.frames(said))
+    assert "head injury" in values(s, "positive_medical_history"), s
+    assert "cocaine" not in values(slots(nlu.frames("I cracked my head on the step.")), "positive_habit")

@@ -386,7 +386,7 @@ feel feels felt feeling""".split())
 """What "faint" follows when a person faints or feels faint ("I faint", "going to faint", "I felt faint")."""
 _GOING = frozenset("go goes going went gone".split())
 _PERSONS = frozenset("i you he she we they".split())
-_SKIPPED = frozenset("""really very quite so a bit little slightly all sometimes often always just nearly almost then
+_SKIPPED = frozenset("""really very quite so bit little slightly all sometimes often always just nearly almost then
 suddenly completely totally had has have 've 's was were is am been""".split())
 _NOUN_FOLLOWERS = frozenset("""at in on and or but with when while after before last yesterday today earlier this
 that then once twice""".split())
@@ -400,7 +400,7 @@ def _dim(doc: Doc, start: int, end: int) -> bool:
     if end - start != 1 or doc[start].lower_ != "faint":
         return False
     i = start - 1
-    while i >= 0 and doc[i].lower_ in _SKIPPED and doc[i].lower_ not in ("a",):
+    while i >= 0 and doc[i].lower_ in _SKIPPED:
         i -= 1
     before = doc[i].lower_ if i >= 0 else ""
     if before in _FAINT_BY:

@@ -98,12 +98,12 @@ class ClinicalNLU:
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None
-        if not any(cmas.slot_items(state, "symptom")):  # the opening statement: maybe a guardian's (MediTOD's guide)
+        opening = not any(cmas.slot_items(state, "symptom"))
+        if opening:  # the opening statement: maybe a guardian's (MediTOD's guide)
             text, relative = as_the_patient(text)
         frame = Frame()
         # someone named who is not the patient is someone else, except in the opening statement, where a guardian
         # introduces the patient in ways no list covers ("I was just bringing my son and he's had a cough")
-        opening = not any(cmas.slot_items(state, "symptom"))
         mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening)
                            if text.strip() else ([], []))
         second = self._second_stage(text, mentions) if text.strip() else []

@@ -63,3 +63,19 @@ def test_a_model_it_does_not_cover_stays_on_torch() -> None:
 def test_an_unknown_backend_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="expected 'onnx' or 'torch'"):
         Encoder(backend="tensorrt")
+
+
+def test_interviews_in_threads_embed_at_once(encoders: tuple[Encoder, Encoder]) -> None:
+    """The console and the simulator run interviews in threads of one process, all on one encoder (and one
+    tokenizer): embedding from many threads at once gives each the rows it gets alone (a tokenizer call with another
+    padding setting had made concurrent encodes fail)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for enc in encoders:
+        batches = [[f"{t} ({i})" for t in TEXTS[i % 3:]] for i in range(48)]
+        alone = [Encoder(backend=enc.backend)._rows(b, batch_size=64) for b in batches[:3]]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            got = list(pool.map(enc.embed, batches))
+        assert all(g.shape == (len(b), 384) for g, b in zip(got, batches, strict=True))
+        for g, a in zip(got[:3], alone, strict=True):
+            assert float(np.abs(g - a).max()) < 1e-5

@@ -103,7 +103,10 @@ class Encoder:
         """Encode texts in groups of similar token length. The attention mask makes padding inert, so a row is what
         a batch of one would give (to float rounding, ~1e-7); only the padded work is saved (a turn with a long
         sentence beside its clauses: 110-130 ms -> 60-75 ms on one core, on torch)."""
-        lengths = [len(ids) for ids in self.model.tokenizer(texts, add_special_tokens=True)["input_ids"]]
+        # characters stand in for tokens: the grouping only saves work, and the model's tokenizer is shared by the
+        # interviews' threads with its padding set per call (a call of another setting beside an encode had handed
+        # that encode unpadded rows: "setting an array element with a sequence")
+        lengths = [len(t) for t in texts]
         groups: list[list[str]] = []
         shortest = 0
         for i in sorted(range(len(texts)), key=lengths.__getitem__):

@@ -891,3 +891,51 @@ def test_a_blow_to_the_head_is_a_head_injury_and_cracked_is_no_crack_cocaine(nlu
     s = slots(nlu.frames(said))
     assert "head injury" in values(s, "positive_medical_history"), s
     assert "cocaine" not in values(slots(nlu.frames("I cracked my head on the step.")), "positive_habit")
+
+
+@pytest.mark.parametrize(("reply", "severity"), [
+    ("Honestly? A solid 9.", "9"), ("Perhaps a four", "4"), ("I'd put it at a 3, it's not too bad", "3"),
+    ("Somewhere around a five or six", "5-6"), ("A ten, easily", "10"),
+])
+def test_a_score_said_in_a_sentence_answers_the_severity_asked(nlu, reply, severity):
+    """The number the patient gives to "how bad, 1 to 10?" is the severity however it is wrapped; a number that
+    counts something else is not (below)."""
+    state = {"positive_symptom": [{"value": "headache"}]}
+    asked = ask("symptom", "headache", {"type": "severity"})
+    assert slots(nlu.frames(reply, asked, state))["positive_symptom"][0]["severity"] == severity
+
+
+@pytest.mark.parametrize("reply", ["Since about 4 this afternoon", "I've taken 2 paracetamol", "For 3 days now"])
+def test_a_number_that_counts_something_else_is_no_severity(nlu, reply):
+    state = {"positive_symptom": [{"value": "headache"}]}
+    frames = nlu.frames(reply, ask("symptom", "headache", {"type": "severity"}), state)
+    assert all("severity" not in it for it in (slots(frames).get("positive_symptom") or []))
+
+
+@pytest.mark.parametrize(("reply", "course"), [
+    ("Much worse.", "gradually getting worse over time"),
+    ("Oh, a lot worse than it was on Monday", "gradually getting worse over time"),
+    ("Slightly better, I think", "gradually getting better over time"),
+    ("Pretty much the same really", "unchanged with time"),
+    ("No different", "unchanged with time"),
+])
+def test_a_comparative_answers_the_course_asked(nlu, reply, course):
+    state = {"positive_symptom": [{"value": "dizziness"}]}
+    asked = ask("symptom", "dizziness", {"type": "progression"})
+    assert slots(nlu.frames(reply, asked, state))["positive_symptom"][0]["progression"] == course
+
+
+def test_worse_at_a_time_is_a_factor_not_the_course(nlu):
+    state = {"positive_symptom": [{"value": "coughing"}]}
+    frames = nlu.frames("Worse in the mornings.", ask("symptom", "coughing", {"type": "progression"}), state)
+    assert all("progression" not in it for it in (slots(frames).get("positive_symptom") or []))
+
+
+@pytest.mark.parametrize(("value", "reply", "colour"), [
+    ("diarrhoea", "Kind of greenish.", "greenish"), ("vomiting", "It was brown", "brown"),
+    ("rhinorrhea", "Clear and runny", "clear"),
+])
+def test_the_colour_asked_of_any_symptom_is_read(nlu, value, reply, colour):
+    state = {"positive_symptom": [{"value": value}]}
+    asked = ask("symptom", value, {"type": "color"})
+    assert slots(nlu.frames(reply, asked, state))["positive_symptom"][0]["color"] == colour

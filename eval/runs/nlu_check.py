@@ -281,7 +281,6 @@ class Checker:
                 counts.flag_levels[flag.level] += 1
                 flags.append({"transcript": d.dialog_id, "turn": u.uttr_id, "patient": u.text, "id": flag.id,
                               "level": flag.level, "evidence": flag.evidence})
-            turns.append(("patient", u.text))
             doctor, actions = "", []  # a patient turn after a patient turn answers no question
 
 

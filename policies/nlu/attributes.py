@@ -141,6 +141,15 @@ _BARE_NUMBER = re.compile(
     r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b"
 )
 _WORD_NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+# A score said with an article or inside a short sentence, to a question that asked for one ("An 8.", "I'd say a 7",
+# "It's a 9, it's awful"): a number from 0 to 10 that counts nothing else (not "3 days", "twice", "2 tablets") and
+# is not a time of day or a span ("since 8", "for 2 weeks", "at 6").
+_SCALE_NUMBER = re.compile(
+    r"(?<!\bsince )(?<!\bfor )(?<!\bat )(?<!\babout )(?<![\d:.])\b(\d{1,2}|zero|one|two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"(?![:.]\d)(?!\s*(?:-|to|or)?\s*\d*\s*(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|seconds?|times?|"
+    r"o'?clock|am|pm|a\.m|p\.m|tablets?|pills?|puffs?|doses?|kg|kilos?|stones?|pounds?|lbs?|cups?|glasses|pints?|"
+    r"units?|cigarettes?|fags|of them|people|kids|children|%|percent|per cent|in the morning|at night))"
+)
 
 _PROGRESSION = [
     (
@@ -170,6 +179,18 @@ _PROGRESSION = [
         "unchanged with time",
     ),
     (re.compile(r"\b(?:fluctuat\w*|up and down|better some days)\b"), "fluctuating"),
+]
+
+_COMPARATIVE_LEAD = r"^\W*(?:(?:uh|um|er|oh|well|yeah|yes|no|it|it's|it is|it has|it's been|its|i think|i'd say|definitely|" \
+    r"probably|much|far|a lot|a bit|a little|slightly|way|even|so|got|gotten|been|been getting|getting)\W+)*"
+_RANGE_END = re.compile(r"\s*(?:or|to|-|/)\s*(?:an? )?(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b")
+_ASKED_PROGRESSION = [
+    (re.compile(_COMPARATIVE_LEAD + r"(?:worse|more painful|more often)\b|\bworse than (?:before|it was|last|yesterday|"
+                r"this morning|when it started|at first)\b"), "gradually getting worse over time"),
+    (re.compile(_COMPARATIVE_LEAD + r"better\b|\bbetter than (?:before|it was|last|yesterday|this morning|when it "
+                r"started|at first)\b"), "gradually getting better over time"),
+    (re.compile(_COMPARATIVE_LEAD + r"(?:(?:about|pretty much|more or less|roughly|just|much) )?the same\b|"
+                r"\bno (?:different|better,? no worse)\b|\bhasn't changed\b|\bnot changed\b"), "unchanged with time"),
 ]
 
 _COLOR = re.compile(
@@ -337,18 +358,30 @@ def severity(text: str, asked: bool = False) -> str | None:
     """``7 out of 10`` -> ``7``; a bare number answers a severity question; else mild / moderate / severe."""
     if m := _SEVERITY_NUM.search(text):
         return _WORD_NUMBERS.get(m.group(1), m.group(1))
-    if asked and (m := _BARE_NUMBER.search(text)):
-        return _WORD_NUMBERS.get(m.group(1), m.group(1))
+    if asked and (m := _BARE_NUMBER.search(text) or _SCALE_NUMBER.search(text)):
+        n = _WORD_NUMBERS.get(m.group(1), m.group(1))
+        if int(n) <= 10:
+            # a range is kept as said ("like an 8 or 9" -> 8-9), the patient's own answer
+            if (r := _RANGE_END.match(text, m.end())) and int(n) < int(hi := _WORD_NUMBERS.get(r[1], r[1])) <= 10:
+                return f"{n}-{hi}"
+            return n
     if m := _SEVERITY_WORD.search(text):
         return m.group(1)
     return None
 
 
-def progression(text: str) -> str | None:
+def progression(text: str, asked: bool = False) -> str | None:
+    """The course over time ("getting worse" -> the questionnaire's "gradually getting worse over time"). To a
+    question that asked for it, a comparative alone answers it too ("Worse.", "A bit better today", "About the
+    same", "It's worse than yesterday")."""
     for pat, value in _PROGRESSION:
         if pat.search(text):
             # "worse at night" / "worse when I walk" is a factor, not a course over time
             return value
+    if asked:
+        for pat, value in _ASKED_PROGRESSION:
+            if pat.search(text):
+                return value
     return None
 
 
@@ -356,7 +389,7 @@ def color(text: str) -> str | None:
     for m in _COLOR.finditer(text):
         words = [w for w in re.split(r"\W+", m.group(1)) if w]
         if any(w in _COLOR_WORDS for w in words):
-            return re.sub(r"[\s,\-]+$", "", m.group(1)).strip()
+            return re.sub(r"(?:[\s,\-]|\b(?:or|and|to)\b)+$", "", m.group(1)).strip()
     return None
 
 

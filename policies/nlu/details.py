@@ -63,7 +63,7 @@ class DetailReader:
         set_attr(out, "duration", attr.duration(clause, ended=ended))
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
-        prog = attr.progression(clause)
+        prog = attr.progression(clause, asked="progression" in asked_checks)
         if prog and not (
             prog.endswith("worse over time") and re.search(r"\bworse (?:at|in|when|with|after|if|on)\b", clause)
         ):
@@ -73,6 +73,12 @@ class DetailReader:
         if self.vocab.same("symptom", value, "colored/excess sputum"):
             set_attr(out, "color", attr.color(clause))
             set_attr(out, "volume", attr.volume(clause))
+        elif value != "coughing":  # the colour or amount of what else was asked for ("What colour is your vomit?"
+            # "Yellowish"); a cough's is its sputum's, which the sputum item takes
+            if "color" in asked_checks:
+                set_attr(out, "color", attr.color(clause))
+            if "volume" in asked_checks:
+                set_attr(out, "volume", attr.volume(clause))
         if self.locatable(value) or "location" in asked_checks:
             set_attr(
                 out, "location",

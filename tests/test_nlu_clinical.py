@@ -939,3 +939,39 @@ def test_the_colour_asked_of_any_symptom_is_read(nlu, value, reply, colour):
     state = {"positive_symptom": [{"value": value}]}
     asked = ask("symptom", value, {"type": "color"})
     assert slots(nlu.frames(reply, asked, state))["positive_symptom"][0]["color"] == colour
+
+
+def later(text: str, nlu) -> dict:
+    """Slots of a turn after the opening statement (the opening may be a guardian's: read apart)."""
+    return slots(nlu.frames(text, [], {"positive_symptom": [{"value": "headache"}]}))
+
+
+@pytest.mark.parametrize("text", ["My brother drinks like a fish.", "My sister has always smoked.",
+                                  "Mum used to smoke forty a day when we were kids, she's given up now."])
+def test_a_relatives_habit_is_not_the_patients(nlu, text):
+    s = later(text, nlu)
+    assert not any(k.endswith("_habit") for k in s), s
+
+
+@pytest.mark.parametrize("text", ["My girlfriend smokes like a chimney.", "My father smokes in the car with me."])
+def test_smoke_from_someone_the_patient_shares_air_with_is_secondhand(nlu, text):
+    """MediTOD's annotation guide (special case 3): someone else's cigarette smoke is the habit "secondhand
+    cigarette"; a relative who lives apart, or whose smoking is not said to reach the patient, gives nothing."""
+    assert values(later(text, nlu), "positive_habit") == {"secondhand cigarette"}
+
+
+@pytest.mark.parametrize(("text", "value", "frequency"), [
+    ("I get through about fifteen cigarettes a day.", "smoking", "fifteen cigarettes a day"),
+    ("Two glasses of red most evenings, if I'm honest.", "alcohol abuse", "two glasses of red most evenings"),
+    ("I'll have four pints on the weekend.", "alcohol abuse", "four pints on the weekend"),
+])
+def test_how_much_and_how_often_stay_with_the_habit_in_the_patients_words(nlu, text, value, frequency):
+    item = next(it for it in later(text, nlu)["positive_habit"] if it["value"] == value)
+    assert item["frequency"] == frequency
+
+
+@pytest.mark.parametrize("reply", ["It's possible, I suppose.", "I guess there might be.", "Could be, yeah."])
+def test_a_possibility_granted_is_unsure_not_yes(nlu, reply):
+    asked = ask("medical_history", "pregnancy")
+    frames = nlu.frames(reply, asked, {"positive_symptom": [{"value": "nausea"}]})
+    assert values(slots(frames), "unknown_medical_history") == {"pregnancy"}

@@ -139,7 +139,7 @@ class AnswerReader:
     def polarity(self, text: str) -> str | None:
         """affirm / deny / unsure when the utterance opens with (or is) such an answer, else None."""
         t = attr.clean(text)
-        t = re.sub(r"^(?:oh|well|so|okay|ok|hmm|and|i mean)\b[,\s]*", "", t)
+        t = re.sub(r"^(?:(?:oh|well|so|okay|ok|hmm|and|i mean|i suppose|i guess|um|uh)\b[,\s]*)+", "", t)
         best: tuple[int, str] | None = None
         for kind in ("unsure", "deny", "affirm"):  # "not sure" before "not", "no" before "yes"
             for phrase in self.lexicon.answers[kind]:

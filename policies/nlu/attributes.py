@@ -125,6 +125,15 @@ _FREQ = [
         r"\b((?:one or two|a couple of|a few|\d+|one|two|three)\s+(?:beers|drinks|glasses of wine)\s+on the"
         r" weekends?)\b"
     ),
+    # how much of a drink or a smoke, and how often, in the patient's words (MediTOD's guide keeps the span: "a glass
+    # of wine on the weekends"): "a bottle of wine at the weekend", "a few roll-ups a day", "about ten a day"
+    re.compile(
+        rf"\b((?:a|an|half a|a few|a couple of|couple of|{_NUM}|\d+)(?:\s*(?:to|-|or)\s*(?:{_NUM}|\d+))?\s+"
+        r"(?:(?:large|small|big)\s+)?(?:(?:bottles?|glass(?:es)?|pints?|cans?|units?|shots?|measures?|roll-ups|rollies|"
+        r"fags|ciggies|cigarettes|cigs|drinks|beers|packs?|cups?|mugs?|joints?)(?:\s+of\s+[a-z]+)?\s+)?"
+        r"(?:(?:a|per|every|each)\s+(?:day|night|week|weekend|month)|(?:at|on)\s+(?:the\s+)?weekends?|"
+        r"most\s+(?:days|nights|evenings|weekends)|every\s+(?:other\s+)?(?:day|night|evening|weekend)))\b"
+    ),
     re.compile(
         r"\b(every (?:day|night|morning|evening|week|weekend)|daily|nightly|weekly|most days|on weekends|on"
         r" the weekends?)\b"
@@ -145,7 +154,8 @@ _WORD_NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five s
 # "It's a 9, it's awful"): a number from 0 to 10 that counts nothing else (not "3 days", "twice", "2 tablets") and
 # is not a time of day or a span ("since 8", "for 2 weeks", "at 6").
 _SCALE_NUMBER = re.compile(
-    r"(?<!\bsince )(?<!\bfor )(?<!\bat )(?<!\babout )(?<![\d:.])\b(\d{1,2}|zero|one|two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"(?<!\bsince )(?<!\bfor )(?<!\bat )(?<!\babout )(?<![\d:.])"
+    r"\b(\d{1,2}|zero|one|two|three|four|five|six|seven|eight|nine|ten)\b"
     r"(?![:.]\d)(?!\s*(?:-|to|or)?\s*\d*\s*(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|seconds?|times?|"
     r"o'?clock|am|pm|a\.m|p\.m|tablets?|pills?|puffs?|doses?|kg|kilos?|stones?|pounds?|lbs?|cups?|glasses|pints?|"
     r"units?|cigarettes?|fags|of them|people|kids|children|%|percent|per cent|in the morning|at night))"
@@ -181,8 +191,9 @@ _PROGRESSION = [
     (re.compile(r"\b(?:fluctuat\w*|up and down|better some days)\b"), "fluctuating"),
 ]
 
-_COMPARATIVE_LEAD = r"^\W*(?:(?:uh|um|er|oh|well|yeah|yes|no|it|it's|it is|it has|it's been|its|i think|i'd say|definitely|" \
-    r"probably|much|far|a lot|a bit|a little|slightly|way|even|so|got|gotten|been|been getting|getting)\W+)*"
+_COMPARATIVE_LEAD = (r"^\W*(?:(?:uh|um|er|oh|well|yeah|yes|no|it|it's|it is|it has|it's been|its|i think|i'd say|"
+                     r"definitely|probably|much|far|a lot|a bit|a little|slightly|way|even|so|got|gotten|been|"
+                     r"been getting|getting)\W+)*")
 _RANGE_END = re.compile(r"\s*(?:or|to|-|/)\s*(?:an? )?(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b")
 _ASKED_PROGRESSION = [
     (re.compile(_COMPARATIVE_LEAD + r"(?:worse|more painful|more often)\b|\bworse than (?:before|it was|last|yesterday|"

@@ -104,7 +104,8 @@ class ClinicalNLU:
         frame = Frame()
         # someone named who is not the patient is someone else, except in the opening statement, where a guardian
         # introduces the patient in ways no list covers ("I was just bringing my son and he's had a cough")
-        mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening)
+        mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening,
+                                                proxy=proxy)
                            if text.strip() else ([], []))
         second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second

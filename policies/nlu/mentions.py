@@ -51,12 +51,13 @@ class MentionFinder:
         conditions = [t for t in self.lexicon.terms if t.base == CONDITION]
         return {singular(w): t.value for t in conditions for w in (t.value, t.phrase)}
 
-    def mentions(self, text: str, named_before: Iterable[str] = (), others: bool = True
+    def mentions(self, text: str, named_before: Iterable[str] = (), others: bool = True, proxy: str | None = None
                  ) -> tuple[list[Mention], list[str]]:
         """Concept mentions with their status, and the utterance's sentences (cleaned, in order). ``named_before``:
         the places the conversation was last about, which a "they" may stand for ("They're stiff in the morning").
         ``others``: "he", "she" and the people of the patient's life who are no blood relatives (a wife, a friend)
-        are someone else; False when a guardian speaks, for whom "she" is the patient."""
+        are someone else; False when a guardian speaks, for whom "she" is the patient. ``proxy``: the relative a
+        guardian speaks for, whose habits are the patient's."""
         found, sents = self.finder.find(text, named_before)
         out = []
         normal: set[tuple[int, str]] = set()  # (sentence, value) a normal reading denies ("my temp was 36.8")
@@ -77,6 +78,14 @@ class MentionFinder:
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
+            before = f.sentence[:f.char_start]
+            if base == "habit" and ((relation and relation != proxy) or (
+                    others and not f.family and _someone_else(" ".join(sents[:f.sent]), before))):
+                if value != "smoking" or f.status != "positive" or not _breathed_in(before, f.sentence):
+                    continue  # "my dad smokes", "my husband drinks a lot": their habit, not the patient's
+                # someone the patient lives with smokes: the smoke the patient breathes is theirs (MediTOD's guide,
+                # special case 3: "secondhand cigarette")
+                value, relation = "secondhand cigarette", None
             if (others and not f.family and base in (CONDITION, "medical_history", "symptom")
                     and _someone_else(" ".join(sents[:f.sent]), f.sentence[:f.char_start])):
                 if base == "symptom" or _PASSING_ILLNESS.search(value):
@@ -139,6 +148,18 @@ describes what they saw or felt by it; they do not say they drink, take or met i
 
 _LIKING = re.compile(r"\b(?:i|we|you|they|he|she|really|do|don't|does|did|would|'d|i'd)\s+(?:really\s+)?like\s+"
                      r"(?:\w+\s+){0,2}$", re.I)
+
+
+_HOUSEHOLD_WORD = re.compile(
+    r"\b(?:husband|wife|partner|boyfriend|girlfriend|fiancee?|flatmate|housemate|roommate)s?\b")
+_SHARED_AIR = re.compile(r"\b(?:at home|in the house|in the flat|indoors|inside|in the car|around me|around us|"
+                         r"in front of (?:me|us|the kids|the children))\b")
+
+
+def _breathed_in(before: str, sentence: str) -> bool:
+    """Whether the smoker the patient names (``before``: the sentence up to the habit) shares the patient's air: a
+    partner or housemate, or anyone said to smoke at home, indoors or in the car ("my dad smokes in the house")."""
+    return bool(_HOUSEHOLD_WORD.search(before.lower()) or _SHARED_AIR.search(sentence.lower()))
 
 
 def _simile(before: str) -> bool:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.core import cmas
+from agent.core import cmas, cmas_wording
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.safety import Rule, RuleSet, context_held, context_needs, default_rules, level_rank
 from agent.core.sex_specific import SexSpecific, default_sex_specific
@@ -47,7 +47,7 @@ RECORD_PRESENT = {"travel": "traveled", "occupation": "true", "residence": "livi
 
 def fact_text(base: str, status: str, item: dict) -> str:
     """A state item in the clinician's words: ``chest pain (chest, left arm)``, ``no fever``, ``fever: not known``."""
-    value = str(item.get("value") or base.replace("_", " "))
+    value = cmas_wording.note_name(item.get("value") or base.replace("_", " "))  # "alcohol use", not "abuse"
     where = [x for x in item.get("location") or [] if isinstance(x, str)]
     what = f"{value} ({', '.join(where)})" if where else value
     kind = {"medical_history": "history of ", "family_history": "family history of ", "medication": "takes ",

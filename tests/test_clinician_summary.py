@@ -177,3 +177,13 @@ def test_an_absent_risk_factor_is_no_fact_against():
     pe = next(c for c in s["considerations"] if c["label"] == "pulmonary embolism")
     assert {f["value"] for f in pe["against"]} == {"dyspnea", "chest pain"}
     cited_facts_are_in_the_state(s, state)
+
+
+def test_a_fact_is_named_as_the_note_names_it():
+    """The summary's facts read as the history note does: MediTOD files any drinking under "alcohol abuse", which a
+    clinician would take for a diagnosis."""
+    from policies.summary import fact_text
+
+    assert fact_text("habit", "positive", {"value": "alcohol abuse"}) == "alcohol use"
+    assert fact_text("habit", "positive", {"value": "secondhand cigarette"}) == "second-hand smoke"
+    assert fact_text("symptom", "negative", {"value": "fever"}) == "no fever"

@@ -249,3 +249,19 @@ def test_summary_markdown_says_inferred_and_what_the_screen_left():
             "retention)") in md
     assert "_None yet" in md
     assert SUMMARY_TITLE not in history_note(Transcript("s", []))  # a dataset dialogue has no summary
+
+
+def test_the_presenting_complaint_says_where_it_is():
+    """A note headed "pain" tells a clinician nothing: the complaint carries the places the state holds by the end,
+    and a value the vocabulary spells misleadingly is named as a clinician would ("alcohol use", not "abuse")."""
+    opening = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain"}]}}]
+    placed = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "pain", "location": ["left", "flank"]}],
+                                             "positive_habit": [{"value": "alcohol abuse"}]}}]
+    t = Transcript("s", [u("doctor", "What brings you in?", actions=[{"action": "nod_prompt_salutations"}]),
+                         u("patient", "I've got this awful pain.", nlu=opening),
+                         u("doctor", "Where is it?", actions=[{"action": "inquire", "symptom": [
+                             {"value": "pain", "checks": [{"type": "location"}]}]}]),
+                         u("patient", "In my left side, round the back. I do like a drink.", nlu=placed)])
+    lines = history_note(t).splitlines()
+    assert lines[lines.index("## Presenting complaint") + 1] == "pain (left, flank)"
+    assert "- **alcohol use**" in lines

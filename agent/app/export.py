@@ -174,6 +174,15 @@ def _presenting(transcript: Transcript, state: dict) -> tuple[list[str], str | N
     return [it["value"] for it in state.get("positive_symptom", [])[:1]], None
 
 
+def _complaint_name(value: str, state: dict) -> str:
+    """A presenting complaint as a clinician heads a note with it: the symptom with where it is, as the state has it
+    by the end ("pain (right side, abdomen)", not "pain")."""
+    item = next((it for it in state.get("positive_symptom") or [] if it.get("value") == value), {})
+    where = [x for x in item.get("location") or [] if isinstance(x, str)]
+    name = cmas_wording.note_name(value)
+    return f"{name} ({', '.join(where)})" if where else name
+
+
 def _record(state: dict, name: str) -> dict:
     items = state.get(name) or []
     return items[0] if items else {}
@@ -211,7 +220,7 @@ def _complaint_sections(transcript: Transcript, state: dict) -> list[str]:
     """The presenting complaint (in the patient's first words that named a symptom) and its history: every positive
     symptom with its attributes, then the pertinent negatives and the symptoms the patient was unsure of."""
     complaint, words = _presenting(transcript, state)
-    out = ["", "## Presenting complaint", ", ".join(map(cmas_wording.note_name, complaint)) if complaint
+    out = ["", "## Presenting complaint", ", ".join(_complaint_name(v, state) for v in complaint) if complaint
            else NONE_RECORDED]
     if words:
         out.append(f"> {words}")

@@ -166,6 +166,7 @@ NOTE_NAMES: dict[str, str] = {
     "noacs": "direct oral anticoagulant (DOAC)",
     "colored/excess sputum": "sputum",
     "weak limbs": "limb weakness",
+    "secondhand cigarette": "second-hand smoke",  # the annotation guide's value for someone else's cigarettes
 }
 """How the clinician's note names a value whose vocabulary spelling would mislead or puzzle a clinician reading it;
 the state, the exports and the metrics keep the vocabulary's value."""

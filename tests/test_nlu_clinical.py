@@ -975,3 +975,13 @@ def test_a_possibility_granted_is_unsure_not_yes(nlu, reply):
     asked = ask("medical_history", "pregnancy")
     frames = nlu.frames(reply, asked, {"positive_symptom": [{"value": "nausea"}]})
     assert values(slots(frames), "unknown_medical_history") == {"pregnancy"}
+
+
+def test_the_toilet_alone_names_no_trouble_passing_urine(nlu):
+    """"Been to the toilet" may be the bowels: a description of passing urine needs urine or the bladder said in the
+    turn (the second stage had read a patient with constipation as passing no urine, and the red-flag screen raised
+    sepsis from it and her chills)."""
+    urinary = {"oliguria", "urinary retention", "difficulty passing urine", "polyuria", "urinary frequency"}
+    for text in ("Haven't been to the bathroom once today.", "I've not been to the toilet at all since this morning."):
+        s = later(text, nlu)
+        assert not (values(s, "positive_symptom") | values(s, "negative_symptom")) & urinary, s

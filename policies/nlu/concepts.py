@@ -92,6 +92,10 @@ horrid nasty""".split())
 named, and by meaning it is near a short pain name (a dull ache: headache)."""
 
 
+_URINE_WORD = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|piss\w*|water|bladder|micturi\w*|nappy|nappies|"
+                         r"oliguria|polyuria|nocturia|dysuria|hematuria|haematuria|stream|dribbl\w*)\b", re.I)
+
+
 def only_pain_quality(clause: str) -> bool:
     """Whether every content word of a clause is a pain or a quality of one (:data:`_PAIN_QUALITY`)."""
     words = [w for w in _WORD.findall(clause.lower().replace("'", "")) if w not in STOP_WORDS]
@@ -322,8 +326,14 @@ class ConceptMatcher:
                 if kind == "symptom" and (value in self._left_to_the_screen
                                           or self._elsewhere(clause.text, value, refs[best][1])
                                           or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4
-                                              and not PAIN_WORD.search(texts[ti]))):
-                    continue  # a short name of a pain needs a pain said: "my throat feels tight" is no "throat hurts"
+                                              and not PAIN_WORD.search(texts[ti]))
+                                          or (_URINE_WORD.search(refs[best][1]) and not _URINE_WORD.search(texts[ti])
+                                              and not _URINE_WORD.search(text))):
+                    # a short name of a pain needs a pain said: "my throat feels tight" is no "throat hurts"; and a
+                    # description of passing urine needs urine (or the bladder) said in the turn: "I haven't been to
+                    # the toilet since yesterday" may be the bowels (it had recorded oliguria, and with chills raised
+                    # the sepsis emergency), "burning when I go to the bathroom" after "a bladder infection" is not
+                    continue
                 status = ("negative" if clause.negated or (kind == "symptom" and _WORKS_NORMALLY.search(clause.text))
                           else "unknown" if clause.uncertain else "positive")
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"

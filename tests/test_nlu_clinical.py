@@ -985,3 +985,18 @@ def test_the_toilet_alone_names_no_trouble_passing_urine(nlu):
     for text in ("Haven't been to the bathroom once today.", "I've not been to the toilet at all since this morning."):
         s = later(text, nlu)
         assert not (values(s, "positive_symptom") | values(s, "negative_symptom")) & urinary, s
+
+
+@pytest.mark.parametrize("text", ["Amoxicillin made me come out in a horrible itchy rash.",
+                                  "I had a reaction to trimethoprim once, big hives everywhere."])
+def test_a_rash_a_medicine_caused_is_a_drug_allergy(nlu, text):
+    """Neither a rash the patient has now (the interview had gone on to characterise it) nor a medicine taken."""
+    s = later(text, nlu)
+    assert values(s, "positive_medical_history") == {"drug allergy"}, s
+    assert not s.get("positive_symptom") and not s.get("positive_medication"), s
+
+
+def test_a_rash_beside_a_medicine_is_still_a_rash(nlu):
+    s = later("I'm on amlodipine and I've got this rash on my back.", nlu)
+    assert "drug allergy" not in values(s, "positive_medical_history")
+    assert s.get("positive_symptom") and s.get("positive_medication"), s

@@ -29,7 +29,15 @@ from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
 from policies.nlu.details import DetailReader, last_placed, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
-from policies.nlu.mentions import Mention, MentionFinder, resolve_blood, resolve_eye, resolve_pain, segments
+from policies.nlu.mentions import (
+    Mention,
+    MentionFinder,
+    resolve_blood,
+    resolve_drug_reaction,
+    resolve_eye,
+    resolve_pain,
+    segments,
+)
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,7 @@ class ClinicalNLU:
         resolve_pain(mentions, state, self.lexicon.locations)
         resolve_blood(mentions, text, state)
         resolve_eye(mentions, text, sents, self.clause_reader)
+        resolve_drug_reaction(mentions)
         for m in mentions:
             item = frame.item(m.base, m.value, mention_status(m))
             if m.base == "family_history" and m.relation:

@@ -439,6 +439,41 @@ _COUGH_WORDS = re.compile(r"\b(?:cough\w*|chest|phlegm|sputum|spit\w*|bring\w* u
 _RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
 
 
+# what an allergy to a medicine shows (NICE CG183 Drug allergy: rash, urticaria, angioedema, anaphylaxis, itch)
+_ALLERGIC_SIGNS = frozenset({"dermatologic problem", "skin rash", "rash", "urticaria", "angioedema", "swelling",
+                             "pruritus", "anaphylaxis", "itching"})
+# the words between a medicine and a sign that say the medicine caused it: "penicillin gave me a rash", "I came out in
+# hives after amoxicillin", "allergic to codeine, it makes me itch"
+_CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+(?:me|him|her|them|us)\b|"
+                        r"\b(?:after|from)\b|"
+                        r"\breaction\s+to\b|\ballergic\b|\ballergy\b")
+
+_REACTION_TO = re.compile(r"\b(?:reaction|reactions|allergic|allergy|allergies)\s+to\s+(?:\w+\s+)?$")
+
+
+def resolve_drug_reaction(mentions: list[Mention]) -> None:
+    """A rash, hives or swelling that a medicine caused is an allergy to the medicine (medical history ``drug
+    allergy``), neither a rash the patient has now nor a medicine they take ("Penicillin gave me a rash once" had
+    recorded a current rash, which the interview then characterised, and penicillin as a current medicine)."""
+    drop: set[int] = set()
+    allergic: list[Mention] = []
+    for d in [m for m in mentions if m.status == "positive" and (
+            m.base == "medication" or (m.base == "medical_history" and m.value == "drug allergy"))]:
+        for sign in (m for m in mentions if m.sent == d.sent and m.base == "symptom" and m.status == "positive"
+                     and m.value in _ALLERGIC_SIGNS and m.char_start >= 0):
+            first, second = sorted((d, sign), key=lambda m: m.char_start)
+            if not (_CAUSED_BY.search(d.sentence[first.char_end:second.char_start].lower())
+                    or _REACTION_TO.search(d.sentence[:d.char_start].lower())):
+                continue
+            drop |= {id(d), id(sign)} if d.base == "medication" else {id(sign)}
+            allergic.append(Mention("medical_history", "drug allergy", "positive", d.sent, d.start, None, d.sentence,
+                                    d.char_start, d.char_end))
+    if not drop:
+        return
+    had = any(m.base == "medical_history" and m.value == "drug allergy" and m.status == "positive" for m in mentions)
+    mentions[:] = [m for m in mentions if id(m) not in drop] + ([] if had else allergic[:1])
+
+
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:
     """What a sentence about the eyes says is the eyes': a discharge word the lexicon files under sputum ("gunk",
     "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"), and an

@@ -1000,3 +1000,13 @@ def test_a_rash_beside_a_medicine_is_still_a_rash(nlu):
     s = later("I'm on amlodipine and I've got this rash on my back.", nlu)
     assert "drug allergy" not in values(s, "positive_medical_history")
     assert s.get("positive_symptom") and s.get("positive_medication"), s
+
+
+def test_a_side_effect_the_patient_still_has_is_no_allergy(nlu):
+    """Swollen ankles since a calcium-channel blocker are a side effect, had now: the swelling and the medicine stay;
+    a swelling of the face after a medicine is an allergy."""
+    s = later("My feet have puffed up since I went on amlodipine, they're swollen after it every day.", nlu)
+    assert "drug allergy" not in values(s, "positive_medical_history")
+    assert s.get("positive_symptom") and s.get("positive_medication"), s
+    face = later("My whole face swelled up after I took aspirin that time.", nlu)
+    assert values(face, "positive_medical_history") == {"drug allergy"}, face

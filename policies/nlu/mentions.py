@@ -439,12 +439,15 @@ _COUGH_WORDS = re.compile(r"\b(?:cough\w*|chest|phlegm|sputum|spit\w*|bring\w* u
 _RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
 
 
-# what an allergy to a medicine shows (NICE CG183 Drug allergy: rash, urticaria, angioedema, anaphylaxis, itch)
-_ALLERGIC_SIGNS = frozenset({"dermatologic problem", "skin rash", "rash", "urticaria", "angioedema", "swelling",
-                             "pruritus", "anaphylaxis", "itching"})
+# what an allergy to a medicine shows (NICE CG183 Drug allergy: rash, urticaria, angioedema, anaphylaxis, itch); a
+# swelling only of the face, lips, tongue or throat (angioedema): ankles swollen since amlodipine are a side effect
+# the patient still has, no allergy
+_ALLERGIC_SIGNS = frozenset({"dermatologic problem", "skin rash", "rash", "urticaria", "angioedema", "pruritus",
+                             "anaphylaxis", "itching"})
+_ANGIOEDEMA_SITE = re.compile(r"\b(?:face|lips?|tongue|throat|mouth|eyelids?)\b", re.I)
 # the words between a medicine and a sign that say the medicine caused it: "penicillin gave me a rash", "I came out in
 # hives after amoxicillin", "allergic to codeine, it makes me itch"
-_CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+(?:me|him|her|them|us)\b|"
+_CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+(?:me|my|him|his|her|them|their|us|our)\b|"
                         r"\b(?:after|from)\b|"
                         r"\breaction\s+to\b|\ballergic\b|\ballergy\b")
 
@@ -460,7 +463,8 @@ def resolve_drug_reaction(mentions: list[Mention]) -> None:
     for d in [m for m in mentions if m.status == "positive" and (
             m.base == "medication" or (m.base == "medical_history" and m.value == "drug allergy"))]:
         for sign in (m for m in mentions if m.sent == d.sent and m.base == "symptom" and m.status == "positive"
-                     and m.value in _ALLERGIC_SIGNS and m.char_start >= 0):
+                     and m.char_start >= 0 and (m.value in _ALLERGIC_SIGNS or (
+                         m.value == "swelling" and _ANGIOEDEMA_SITE.search(m.sentence)))):
             first, second = sorted((d, sign), key=lambda m: m.char_start)
             if not (_CAUSED_BY.search(d.sentence[first.char_end:second.char_start].lower())
                     or _REACTION_TO.search(d.sentence[:d.char_start].lower())):

@@ -447,8 +447,8 @@ _ALLERGIC_SIGNS = frozenset({"dermatologic problem", "skin rash", "rash", "urtic
 _ANGIOEDEMA_SITE = re.compile(r"\b(?:face|lips?|tongue|throat|mouth|eyelids?)\b", re.I)
 # the words between a medicine and a sign that say the medicine caused it: "penicillin gave me a rash", "I came out in
 # hives after amoxicillin", "allergic to codeine, it makes me itch"
-_CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+(?:me|my|him|his|her|them|their|us|our)\b|"
-                        r"\b(?:after|from)\b|"
+_CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+"
+                        r"(?:me|my|him|his|her|them|their|us|our)\b|\b(?:after|from)\b|"
                         r"\breaction\s+to\b|\ballergic\b|\ballergy\b")
 
 _REACTION_TO = re.compile(r"\b(?:reaction|reactions|allergic|allergy|allergies)\s+to\s+(?:\w+\s+)?$")

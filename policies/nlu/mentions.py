@@ -87,7 +87,7 @@ class MentionFinder:
                 # special case 3: "secondhand cigarette")
                 value, relation = "secondhand cigarette", None
             if (others and not f.family and base in (CONDITION, "medical_history", "symptom")
-                    and _someone_else(" ".join(sents[:f.sent]), f.sentence[:f.char_start])):
+                    and _someone_else(" ".join(sents[:f.sent]), before)):
                 if base == "symptom" or _PASSING_ILLNESS.search(value):
                     base, value = "exposure", "sick person"  # "I live with my wife. She's got a cold": a contact
                 else:

@@ -70,11 +70,11 @@ def test_greets_first_to_elicit_the_chief_complaint(policy):
 
 
 def test_asks_missing_hpi_attributes_of_the_chief_complaint_in_clinical_order(policy):
-    # the patient said: a cough since four days; onset is known, so duration and character come next
+    # the patient said: a cough since four days; onset is known, so duration, character and frequency come next
     state = {"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}]}
     out = policy.next_actions(ctx_of(state, [[{"action": "nod_prompt_salutations"}]]))
     assert out.value == [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [
-        {"type": "duration"}, {"type": "characteristics", "values": ["dry or wet"]}]}]}]
+        {"type": "duration"}, {"type": "characteristics", "values": ["dry or wet"]}, {"type": "frequency"}]}]}]
     assert out.meta["stage"] == "hpi"
 
 
@@ -82,7 +82,7 @@ def test_location_only_for_symptoms_that_have_one(policy):
     state = {"positive_symptom": [{"value": "pain", "onset": "yesterday"}]}
     out = policy.next_actions(ctx_of(state, [[{"action": "nod_prompt_salutations"}]]))
     assert out.value == [{"action": "inquire", "symptom": [{"value": "pain", "checks": [
-        {"type": "location"}, {"type": "duration"}]}]}]
+        {"type": "location"}, {"type": "duration"}, {"type": "characteristics"}]}]}]
 
 
 # --------------------------------------------------------------------------- the whole interview order
@@ -138,15 +138,15 @@ def test_whole_interview_order_on_a_scripted_state_evolution(policy):
         "wrap_up",
         "close",
     ]
-    # the chief complaint's attributes, three turns of two, in hpi.checks order (onset was volunteered)
+    # the chief complaint's attributes, two turns of three, in hpi.checks order (onset was volunteered)
     hpi = [questions_of(a) for a, s in zip(past, stages, strict=True) if s == "hpi"]
     assert [[q.check for q in qs] for qs in hpi] == [
-        ["duration", "characteristics"], ["frequency", "severity"], ["progression", "ana_factors"]]
+        ["duration", "characteristics", "frequency"], ["severity", "progression", "ana_factors"]]
     # associated symptoms are the respiratory system's, then the related systems (respiratory -> constitutional...)
     first_assoc = questions_of(past[stages.index("associated_symptoms")])
-    assert [q.value for q in first_assoc] == ["dyspnea", "colored/excess sputum"]
+    assert [q.value for q in first_assoc] == ["dyspnea", "colored/excess sputum", "hemoptysis"]
     first_ros = questions_of(past[stages.index("review_of_systems")])
-    assert [q.value for q in first_ros] == ["fever", "chills"]
+    assert [q.value for q in first_ros] == ["fever", "chills", "fatigue"]
     assert past[-1] == [{"action": "nod_prompt_salutations"}]
     assert all(t.strip() and "{" not in t for t in texts)
     assert len(past) < 60

@@ -49,6 +49,10 @@ SEX = Question("basic_information", "sex")
 AGE = Question("basic_information", "age")
 """Asked before the first item only one sex has, when nothing has told the patient's sex yet (with the age, which the
 general history asks with it anyway): the answer decides whether "any missed periods?" is asked at all."""
+PAST_EPISODES = Question("medical_history", "past experience")
+"""Asked with the main complaint's last questions ("... and have you had anything like this before?"): previous
+episodes belong to the history of the presenting complaint in every history-taking guide, and a recurrence changes
+the differential (a first migraine against the fifth)."""
 SOCIAL = ("occupation", "residence", "travel")
 """Record slots a clinician asks about as one topic, the social history ("what do you do for work, who is at home,
 any travel lately?"): a plan's travel risk factor and the general work and home questions share a turn."""
@@ -94,6 +98,7 @@ class QuestionnaireConfig:
     default_review: tuple[str, ...]
     sections: list[Section]
     wrap_up: bool = True
+    two_a_turn: tuple[str, ...] = ()  # symptoms whose attributes are asked at most two a turn
     after_plan: list[list[Question]] | None = None  # with a plan: the general history asked, in groups; None: sections
     plans: dict[str, Plan] | None = None  # presentation plans by id; None: the review of systems only
     plans_dir: Path | None = None
@@ -171,7 +176,7 @@ def load_questionnaire_config(
         raise _fail(str(path), f"unknown keys {sorted(unknown)}")
     hpi = raw.get("hpi") or {}
     if unknown := set(hpi) - {"checks", "secondary_checks", "location_for", "extra_checks", "skip_checks",
-                                "check_values"}:
+                                "two_a_turn", "check_values"}:
         raise _fail("hpi", f"unknown keys {sorted(unknown)}")
     n = raw.get("questions_per_turn", 2)
     if not isinstance(n, int) or n < 1:
@@ -218,6 +223,7 @@ def load_questionnaire_config(
             _value("symptom", k, vocab, "hpi.extra_checks"): _checks("symptom", v, f"hpi.extra_checks.{k}")
             for k, v in (hpi.get("extra_checks") or {}).items()
         },
+        two_a_turn=tuple(_value("symptom", v, vocab, "hpi.two_a_turn") for v in hpi.get("two_a_turn") or ()),
         skip_checks={
             _value("symptom", k, vocab, "hpi.skip_checks"): _checks("symptom", v, f"hpi.skip_checks.{k}")
             for k, v in (hpi.get("skip_checks") or {}).items()
@@ -531,9 +537,12 @@ class QuestionnairePolicy:
             for a in screen.ask:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("red_flag_screen", q)
+        rest = f"complaint:{first[0]['value']}" if first else None  # its last questions and "had this before?"
         for q in main_qs:
             if q not in head:
-                yield Candidate("hpi", q)
+                yield Candidate("hpi", q, rest)
+        if first:
+            yield Candidate("hpi", PAST_EPISODES, rest)
         for item in named:
             if item is not first[0]:
                 for q in self._characterise(plan, item):
@@ -614,6 +623,12 @@ class QuestionnairePolicy:
             seen.add(q)
             yield cand
 
+    def checks_a_turn(self, value: str) -> int:
+        """How many attribute questions about symptom ``value`` one turn asks: ``questions_per_turn``, at most two for
+        a symptom in ``hpi.two_a_turn`` (a risk assessment leaves room for each answer)."""
+        n = self.config.questions_per_turn
+        return min(n, 2) if any(self.vocab.same("symptom", v, value) for v in self.config.two_a_turn) else n
+
     # -- the protocol
 
     @staticmethod
@@ -635,7 +650,10 @@ class QuestionnairePolicy:
             )
             if picked and (cand.topic != picked[0].topic or (cand.question.screening and same_item)):
                 break
-            limit = (PLAN_GROUP if n > 1 else 1) if (picked or [cand])[0].group is not None else n
+            head = (picked or [cand])[0]
+            limit = (PLAN_GROUP if n > 1 else 1) if head.group is not None else n
+            if head.question.base == "symptom" and head.question.check is not None:
+                limit = min(limit, self.checks_a_turn(head.question.value))
             if len([p for p in picked if not open_tail(p, picked)]) >= limit and not open_tail(cand, picked):
                 break
             picked.append(cand)

@@ -205,6 +205,26 @@ def _lower_first(s: str) -> str:
     return s
 
 
+MAX_QUESTIONS = 2
+"""Question sentences a turn says: three questions about one topic are said as two, two of them run together the way
+a clinician does ("When did it start, and did it come on suddenly?"), so the patient hears no list."""
+
+
+def join_questions(sentences: list[tuple[str, bool, bool]]) -> list[tuple[str, bool, bool]]:
+    """(text, is a question, opens its group) sentences with adjacent questions joined, the shortest pair first,
+    until at most :data:`MAX_QUESTIONS` question sentences remain (a joined sentence is not joined again)."""
+    out = [(text, question, opens, False) for text, question, opens in sentences]
+    while sum(q for _, q, _, _ in out) > MAX_QUESTIONS:
+        pairs = [(len(out[i][0]) + len(out[i + 1][0]), i) for i in range(len(out) - 1)
+                 if out[i][1] and out[i + 1][1] and not out[i][3] and not out[i + 1][3]]
+        if not pairs:
+            break
+        _, i = min(pairs)
+        (a, _, opens, _), (b, _, _, _) = out[i], out[i + 1]
+        out[i:i + 2] = [(f"{a.rstrip('?')}, and {_lower_first(b)}", True, opens, True)]
+    return [(text, question, opens) for text, question, opens, _ in out]
+
+
 @dataclass
 class Sentence:
     text: str
@@ -252,15 +272,14 @@ class TemplateNLG:
         ordered += [g for g in groups if g and not g[0].question and g[0].text != ACKNOWLEDGE]
         ordered += [g for g in groups if g and g[0].question]
         ordered = [g for g in ordered if g[0].text != FAREWELL] + [g for g in ordered if g[0].text == FAREWELL]
+        flat = [(s.text, s.question, s_i == 0) for group in ordered for s_i, s in enumerate(group)]
         out: list[str] = []
         prev_question = False
-        for group in ordered:
-            for s_i, s in enumerate(group):
-                text = s.text
-                if s.question and prev_question:
-                    text = ("And " if s_i > 0 else "Also, ") + _lower_first(text)
-                out.append(text)
-                prev_question = s.question
+        for text, question, opens_group in join_questions(flat):
+            if question and prev_question:
+                text = ("Also, " if opens_group else "And ") + _lower_first(text)
+            out.append(text)
+            prev_question = question
         return " ".join(out)
 
     @staticmethod
@@ -317,8 +336,15 @@ class TemplateNLG:
                 checked.append(it)
         out: list[Sentence] = self._screen(base, screen, said) if screen else []
         for it in checked:
-            for chk in it["checks"]:
-                out.append(Sentence(self._check(base, it["value"], chk["type"], list(chk.get("values") or []), said)))
+            asks = []
+            for i, chk in enumerate(it["checks"]):
+                values = list(chk.get("values") or [])
+                if base == "symptom":  # named once, then "it": "... the chest pain, and how severe is it?"
+                    asks.append(self._symptom_check(it["value"], chk["type"], values, said, refer=i > 0,
+                                                    brief=len(it["checks"]) >= 3))
+                else:
+                    asks.append(self._check(base, it["value"], chk["type"], values, said))
+            out += [Sentence(a) for a in asks]
         return out
 
     def _screen(self, base: str, entries: list[tuple[str, list[str]]], said: set[tuple[str, str]]) -> list[Sentence]:
@@ -421,11 +447,13 @@ class TemplateNLG:
         return ", or ".join(f"{verb} {join_or(objs)}" for verb, objs in by_verb.items())
 
     def _mention(
-        self, base: str, value: str, name: str, said: set[tuple[str, str]], term: str | None = None
+        self, base: str, value: str, name: str, said: set[tuple[str, str]], term: str | None = None,
+        refer: bool = False,
     ) -> Mention:
-        """``name`` as a subject or object; a pronoun if its long name was said before in this utterance."""
+        """``name`` as a subject or object; a pronoun if its long name was said before in this utterance (any name
+        with ``refer``)."""
         term = term or self.lex.term(base, value)
-        again = (base, value) in said and is_long(term)
+        again = (base, value) in said and (refer or is_long(term))
         said.add((base, value))
         return Mention(name, self.lex.plural(term), again)
 
@@ -469,12 +497,16 @@ class TemplateNLG:
                 return f"When did you have {self._test(value)}?"
         return f"Could you tell me more about {the(term)}?"
 
-    def _symptom_check(self, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
+    def _symptom_check(self, value: str, check: str, values: list[str], said: set[tuple[str, str]],
+                       refer: bool = False, brief: bool = False) -> str:
+        """One attribute question about a symptom; ``refer``: a pronoun once it was named, whatever its length (a
+        later question about the same item in the same turn); ``brief``: the short forms ("how long does it last each
+        time?"), for a turn of three questions about it, or a question after another about it."""
         if own := self.lex.check_question(value, check):
             return own  # "What colour is your vomit?" (it does not name the symptom: a later check does)
         every = value.casefold() == "all"
         term = "symptoms" if every else self.lex.term("symptom", value)
-        s = self._mention("symptom", value, "your symptoms" if every else the(term), said, term)
+        s = self._mention("symptom", value, "your symptoms" if every else the(term), said, term, refer=refer)
         vals = join_or(values)
         if check in cmas.CHECK_ATTRIBUTES["characteristics"]:
             check = "characteristics"
@@ -497,6 +529,8 @@ class TemplateNLG:
             case "duration":
                 if values:
                     return f"Would you describe {s.obj} as {vals}?"
+                if s.again or brief:
+                    return f"How long {s.does} {s.subj} last each time?"
                 return f"How long {s.does} {s.subj} last each time, or {s.be} {s.pron} constant?"
             case "characteristics":
                 if not values:
@@ -509,8 +543,12 @@ class TemplateNLG:
                     else f"Does anything make {s.obj} better or worse?"
                 )
             case "severity":
+                if s.again or brief:
+                    return f"How bad {s.be} {s.subj}, from 1 to 10?"
                 return f"On a scale of 1 to 10, with 10 the worst, how severe {s.be} {s.subj}?"
             case "progression":
+                if s.again or brief:
+                    return f"{s.be.capitalize()} {s.subj} getting better or worse?"
                 return f"{s.have.capitalize()} {s.subj} been getting better, getting worse, or staying the same?"
             case "frequency":
                 return f"How often do you get {s.obj}?"

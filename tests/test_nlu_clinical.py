@@ -1010,3 +1010,18 @@ def test_a_side_effect_the_patient_still_has_is_no_allergy(nlu):
     assert s.get("positive_symptom") and s.get("positive_medication"), s
     face = later("My whole face swelled up after I took aspirin that time.", nlu)
     assert values(face, "positive_medical_history") == {"drug allergy"}, face
+
+
+@pytest.mark.parametrize("text, denied, kept", [
+    ("I haven't noticed any phlegm when I cough", "colored/excess sputum", "coughing"),
+    ("there's nothing coming up while I'm coughing", None, "coughing"),
+    ("I don't get breathless when I'm walking", "dyspnea", "walking"),
+])
+def test_a_symptom_said_as_the_time_of_another_is_not_denied(nlu, text, denied, kept):
+    """A symptom that tells when ("... when I cough") is presupposed by the patient: the sentence's negation denies
+    what happens then, never the cough itself (a cough denied this way once erased the chief complaint)."""
+    s = slots(nlu.frames(text))
+    negatives = values(s, "negative_symptom")
+    assert kept not in negatives
+    if denied:
+        assert denied in negatives

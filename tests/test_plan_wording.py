@@ -68,12 +68,12 @@ def by_base(questions: list[Question]) -> list[Question]:
 
 
 def characterise_turns(plan: Plan) -> Iterator[Turn]:
-    n = CONFIG.questions_per_turn
     for symptom in plan.characterise:
+        n = POLICY.checks_a_turn(symptom)
         qs = POLICY._characterise(plan, {"value": symptom})
         for i, q in enumerate(qs):
             yield f"characterise {symptom}: {q.check}", [q]
-            if n > 1 and i + 1 < len(qs):  # the policy asks a symptom's checks two a turn, in plan order
+            if n > 1 and i + 1 < len(qs):  # the policy asks a symptom's checks n a turn, in plan order
                 yield f"characterise {symptom}: {q.check} + {qs[i + 1].check}", qs[i:i + n]
 
 

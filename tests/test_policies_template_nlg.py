@@ -105,7 +105,8 @@ def test_several_actions_make_one_fluent_utterance(nlg):
         {"action": "inquire", "symptom": [{"value": "coughing", "checks": [{"type": "onset"}, {"type": "severity"}]}]},
         {"action": "inquire", "symptom": [{"value": "hemoptysis"}]},
     ])
-    assert text == ("When did the cough start? And on a scale of 1 to 10, with 10 the worst, how severe is the cough? "
+    # three questions are said as two sentences: the first two run together, the cough then "it"
+    assert text == ("When did the cough start, and how bad is it, from 1 to 10? "
                     "Also, have you had any coughing up blood?")
 
 

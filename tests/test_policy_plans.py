@@ -17,6 +17,7 @@ from agent.core.tracker import update_state
 from policies.plan_choice import choose_plan
 from policies.presentations import DEFAULT_DIR, default_plans
 from policies.questionnaire import (
+    PAST_EPISODES,
     QuestionnaireConfigError,
     QuestionnairePolicy,
     history_topic,
@@ -143,8 +144,9 @@ def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans
             assert len({history_topic(q.base) for q in qs}) == 1, (plan_id, qs)  # one topic a turn
         if stage == "associated_symptoms" and all(q.screening for q in qs):
             assert any({(q.base, q.value) for q in qs} <= g for g in groups), (plan_id, qs)  # one group = one system
-        if stage == "hpi":
-            assert len({q.value for q in qs}) == 1  # one symptom's attributes
+        if stage == "hpi":  # one symptom's attributes, the last of the complaint's with "had this before?"
+            assert len({q.value for q in qs if q != PAST_EPISODES}) <= 1
+            assert all(q.base == "symptom" or q == PAST_EPISODES for q in qs)
     asked = [key(q) for turn in past for q in questions_of(turn)]
     assert len(asked) == len(set(asked)), plan_id
     assert all(t.strip() and "{" not in t for t in texts)
@@ -242,7 +244,9 @@ def test_after_a_plan_only_the_general_history_groups_follow(with_plans, without
     asked = {(q.base, q.value) for turn in past for q in questions_of(turn)}
     # each general question asked, or answered by what the plan asked ("any other conditions?" after its own)
     assert all(x in asked or answered(state, Question(*x), with_plans.vocab) for x in general)
-    assert not (sections - general) & asked - {(a.base, a.value) for a in PLANS["gi_bleeding"].risk_factors}
+    plan_asks = {(a.base, a.value) for a in PLANS["gi_bleeding"].risk_factors} | {(PAST_EPISODES.base,
+                                                                                  PAST_EPISODES.value)}
+    assert not (sections - general) & asked - plan_asks
     assert stages.count("general_history") <= len(with_plans.config.after_plan)
     _, past, _, _ = interview(without_plans, denies, {"positive_symptom": [{"value": "melena"}]})
     assert sections <= {(q.base, q.value) for turn in past for q in questions_of(turn)}

@@ -103,6 +103,8 @@ class MentionFinder:
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
             status = f.status
+            if base == "symptom" and status == "negative" and _CIRCUMSTANCE.search(before):
+                continue  # "no phlegm when I cough": the cough is when, not what is denied
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
             if base == "habit" and value == "smoking" and status == "positive" and _quit(f.sentence[f.char_end:]):
@@ -160,6 +162,11 @@ def _breathed_in(before: str, sentence: str) -> bool:
     """Whether the smoker the patient names (``before``: the sentence up to the habit) shares the patient's air: a
     partner or housemate, or anyone said to smoke at home, indoors or in the car ("my dad smokes in the house")."""
     return bool(_HOUSEHOLD_WORD.search(before.lower()) or _SHARED_AIR.search(sentence.lower()))
+
+
+_CIRCUMSTANCE = re.compile(r"\b(?:when(?:ever)?|while|as)\s+(?:i|i'm|i am)\s+(?:\w+\s+)?$", re.I)
+"""A symptom said as the time of another ("no blood when I cough", "I don't bring anything up when I'm coughing"):
+the patient presupposes it, so the negation of the sentence does not deny it."""
 
 
 def _simile(before: str) -> bool:

@@ -526,6 +526,8 @@ class QuestionnairePolicy:
         n = self.config.questions_per_turn
         at = next((i for i, q in enumerate(main_qs) if q.check == "onset"), None)
         head = main_qs[:n] if at is None or at < n else [*main_qs[:n - 1], main_qs[at]]  # one turn, onset in it
+        if at is not None and answered(state, main_qs[at], self.vocab):
+            head = []  # the patient said when it started: the red-flag screen comes first, its turns all in time
         for q in head:
             yield Candidate("hpi", q)
         screen_qs = [q for s in plan.red_flag_screen for a in s.ask if (q := self._ask(state, a)) is not None]

@@ -1025,3 +1025,13 @@ def test_a_symptom_said_as_the_time_of_another_is_not_denied(nlu, text, denied, 
     assert kept not in negatives
     if denied:
         assert denied in negatives
+
+
+@pytest.mark.parametrize("text", ["My dad had diabetes, he was on insulin for years", "my sister's on warfarin",
+                                  "Mum has high blood pressure and she takes amlodipine for it"])
+def test_a_relatives_medicine_is_not_the_patients(nlu, text):
+    """Wrong owner (issue 17): the medicine a relative takes is theirs, under any status, once the conversation is
+    past its opening (where a carer may speak for the relative who is the patient)."""
+    state = {"positive_symptom": [{"value": "polydipsia"}]}
+    s = slots(nlu.frames(text, state=state))
+    assert not any(s.get(f"{p}_medication") for p in ("positive", "negative", "unknown"))

@@ -86,6 +86,9 @@ class MentionFinder:
                 # someone the patient lives with smokes: the smoke the patient breathes is theirs (MediTOD's guide,
                 # special case 3: "secondhand cigarette")
                 value, relation = "secondhand cigarette", None
+            if base == "medication" and (relation or (
+                    others and not f.family and _someone_else(" ".join(sents[:f.sent]), before))):
+                continue  # "my dad ... he was on insulin": a relative's medicine is not the patient's
             if (others and not f.family and base in (CONDITION, "medical_history", "symptom")
                     and _someone_else(" ".join(sents[:f.sent]), before)):
                 if base == "symptom" or _PASSING_ILLNESS.search(value):

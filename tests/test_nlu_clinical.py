@@ -1035,3 +1035,65 @@ def test_a_relatives_medicine_is_not_the_patients(nlu, text):
     state = {"positive_symptom": [{"value": "polydipsia"}]}
     s = slots(nlu.frames(text, state=state))
     assert not any(s.get(f"{p}_medication") for p in ("positive", "negative", "unknown"))
+
+
+@pytest.mark.parametrize("text, asked, expected", [
+    ("The headache just hit me out of nowhere while I was hoovering", False, "abruptly"),
+    ("all at once, like someone flicked a switch", True, "abruptly"),
+    ("this headache crept up on me over a couple of days", False, "gradually"),
+    ("Bit by bit, really.", True, "gradually"),
+    ("it's been slowly getting worse", True, None),  # the course, not how it came on
+    ("it started about a week ago", False, None),
+])
+def test_how_a_symptom_came_on_is_read(nlu, text, asked, expected):
+    """The questionnaire asks "did it come on suddenly or gradually?" of every complaint; the answer is the CMAS
+    initiation attribute (abruptly / gradually), said or volunteered in everyday words."""
+    state = {"positive_symptom": [{"value": "headache"}]}
+    actions = [{"action": "inquire", "symptom": [{"value": "headache", "checks": [{"type": "initiation"}]}]}]
+    s = slots(nlu.frames(text, actions if asked else [], state,
+                         "Did it come on suddenly or gradually?" if asked else "Tell me more."))
+    got = {it.get("initiation") for it in s.get("positive_symptom") or []} - {None}
+    assert got == ({expected} if expected else set())
+
+
+def test_an_attribute_answer_is_read_beside_another_asked_item_the_reply_names(nlu):
+    """A turn that asks how the chest pain is going and whether the patient had it before: the reply's sentence about
+    the past names "before", yet the sentence that names nothing answers the attribute of the pain."""
+    state = {"positive_symptom": [{"value": "chest pain"}]}
+    actions = [{"action": "inquire", "symptom": [{"value": "chest pain", "checks": [{"type": "progression"}]}]},
+               {"action": "inquire", "medical_history": [{"value": "past experience"}]}]
+    reply = "Much the same really, no real change. Never had anything like it before, mind."
+    s = slots(nlu.frames(reply, actions, state,
+                         "Is it getting better or worse? And have you had anything like this before?"))
+    assert item(s, "positive_symptom", "chest pain")["progression"] == "unchanged with time"
+    assert "past experience" in values(s, "negative_medical_history")
+    s = slots(nlu.frames("it's been getting worse really fast", actions, state, "Is it getting better or worse?"))
+    assert item(s, "positive_symptom", "chest pain")["progression"] == "rapidly getting worse over time"
+
+
+@pytest.mark.parametrize("text, asked, expected", [
+    ("I'm retired now, I was a bus driver most of my life", True, {"status": "false", "value": "bus driver",
+                                                                    "when": "retired"}),
+    ("Not at the moment, I'm unemployed", True, {"status": "false"}),
+    ("I'm off sick at the moment, I used to work as a chef", False, {"status": "false", "value": "chef"}),
+    ("I used to be a heavy drinker", True, None),
+])
+def test_a_patient_not_working_now_has_occupation_status_false(nlu, text, asked, expected):
+    """MediTOD's occupation status answers "does the patient work at it?": a job held before is status false."""
+    actions = [{"action": "inquire", "occupation": [{"value": "other"}]}] if asked else []
+    s = slots(nlu.frames(text, actions, {"positive_symptom": [{"value": "cough"}]},
+                         "What do you do for work?" if asked else ""))
+    got = (s.get("occupation") or [None])[0]
+    assert got == expected
+
+
+@pytest.mark.parametrize("text, status", [("Nope, I've never had this before", "negative"),
+                                          ("never had anything like it before", "negative"),
+                                          ("yes, I've had this before, about two years back", "positive")])
+def test_a_first_episode_is_denied_past_experience(nlu, text, status):
+    """"Have you had anything like this before?": "never had this before" is a first episode (a wrong status once
+    made it a recurrence)."""
+    actions = [{"action": "inquire", "medical_history": [{"value": "past experience"}]}]
+    s = slots(nlu.frames(text, actions, {"positive_symptom": [{"value": "headache"}]},
+                         "Have you had anything like this before?"))
+    assert "past experience" in values(s, f"{status}_medical_history")

@@ -204,15 +204,19 @@ class AnswerReader:
                     if v == value and name.endswith(base) and not self.elsewhere(item, checks, text):
                         self.check_values(item, checks, base)
                 continue
-            if named or self.says_something_else(text, polarity, mentions) or unsaid_which:
-                continue  # unsaid_which: "Since Sunday, it's constant" to "any headache, stiff neck or rash?"
             known = state_status(state, base, value)
+            attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
+            # an attribute asked of what the patient has is answered in the sentences that name nothing else, whatever
+            # else the reply names ("It hasn't changed. I've never had this before." to "is it getting worse? and
+            # had it before?"); a screening item is unanswered by a reply that names another of the asked items
+            about_own = attribute_question and known == "positive"
+            if not about_own and (named or self.says_something_else(text, polarity, mentions) or unsaid_which):
+                continue  # unsaid_which: "Since Sunday, it's constant" to "any headache, stiff neck or rash?"
             busy = {m.sent for m in mentions if not (m.base == base and self.vocab.same(base, m.value, value))}
             busy |= self._elsewhere(sents, checks)
             if polarity is None and known is None and not self.is_bare_answer(text, busy):
                 continue  # a reply that reports something else leaves the asked item unanswered
             extracted = self.answer_checks(frame, base, value, checks, sents, None, polarity, topic, busy=busy)
-            attribute_question = any(c.get("type") not in ("value", "status") and not c.get("values") for c in checks)
             if known == "positive" and not checks and status == "negative" and not extracted:
                 continue  # "is the pain radiating?" - "No": the patient still has the pain
             if (

@@ -31,6 +31,11 @@ without one names no pain by meaning ("my throat feels tight" is no sore throat)
 
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
         r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|a|an)")
+_COUNT = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+          r"forty|fifty)")
+_SPAN_NUM = rf"(?:{_COUNT}\s*(?:or|to|-)\s*)?{_NUM}"
+"""A number, or a range as the patient says it: "three or four weeks", "four to six months" (MediTOD's annotators
+keep the span: the range is the answer, not its upper end)."""
 _UNIT = r"(?:minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?)"
 _HEDGE = (
     r"(?:(?:about|around|like|roughly|maybe|probably|almost|nearly|over|at least|the|um|uh|just|these|last|past)\s+)*"
@@ -38,10 +43,11 @@ _HEDGE = (
 
 _ONSET_PATTERNS = [
     # "two months ago", "a few days ago"
-    re.compile(rf"\b{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\s+ago\b"),
+    re.compile(rf"\b{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\s+ago\b"),
     # "for the last few months", "for two weeks", "over the past couple of days", "these last 2 days"
-    re.compile(rf"\b(?:for|over|in|since|during|these|this)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
-    re.compile(rf"\b(?:started|began|start|begun|came on|it's been|been)\s+{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b"),
+    re.compile(rf"\b(?:for|over|in|since|during|these|this)\s+{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\b"),
+    re.compile(rf"\b(?:started|began|start|begun|came on|it's been|been)\s+{_HEDGE}(?P<n>{_SPAN_NUM})\s+"
+               rf"(?P<u>{_UNIT})\b"),
     # "for the past fortnight", "over the last month": one unit back (the number left unsaid)
     re.compile(r"\b(?:for|over|in|during|since)\s+the\s+(?:past|last)\s+(?P<n>)(?P<u>week|fortnight|month|year)\b"),
 ]
@@ -112,7 +118,7 @@ def episode_ended(text: str) -> bool:
 
 _FREQ = [
     re.compile(
-        rf"\b((?:a few|few|a couple of|couple of|once|twice|one or two|two or three|{_NUM}(?:\s+to\s+{_NUM})?)"
+        rf"\b((?:a few|few|a couple of|couple of|once|twice|one or two|two or three|{_SPAN_NUM})"
         rf"\s+times?\s+(?:a|an|per|every|each|in a)\s+(?:hour|day|night|week|month|year))\b"
     ),
     re.compile(r"\b((?:once|twice)\s+(?:a|per)\s+(?:day|week|month|year))\b"),
@@ -163,10 +169,12 @@ _SCALE_NUMBER = re.compile(
 
 _PROGRESSION = [
     (
-        re.compile(r"\b(?:rapidly|quickly|fast)\s+(?:getting\s+)?worse\b|\bworse very quickly\b"),
+        re.compile(r"\b(?:rapidly|quickly|fast)\s+(?:getting\s+)?worse\b|\bworse\s+(?:really\s+|very\s+|so\s+)?"
+                   r"(?:quickly|fast|rapidly)\b|\bworse by the (?:hour|minute)\b"),
         "rapidly getting worse over time",
     ),
-    (re.compile(r"\b(?:rapidly|quickly)\s+(?:getting\s+)?better\b"), "rapidly getting better over time"),
+    (re.compile(r"\b(?:rapidly|quickly)\s+(?:getting\s+)?better\b|\bbetter\s+(?:really\s+|very\s+)?"
+                r"(?:quickly|fast|rapidly)\b"), "rapidly getting better over time"),
     (
         re.compile(
             r"\b(?:getting|gotten|got|been getting|becoming|grown)\s+(?:a (?:bit|little|lot)\s+|much\s+"
@@ -184,7 +192,8 @@ _PROGRESSION = [
     (
         re.compile(
             r"\b(?:stayed|staying|stays|been|is|it's)\s+(?:about|pretty much|pretty)?\s*the same\b"
-            r"|\bunchanged\b|\bno change\b"
+            r"|\bunchanged\b|\bno (?:real )?change\b|\b(?:hasn't|has not|haven't|have not|not)\s+(?:really\s+|much\s+)?"
+            r"changed\b"
         ),
         "unchanged with time",
     ),
@@ -278,7 +287,7 @@ _JOB_FIELD = re.compile(
 _JOB_ASKED = re.compile(r"\b(?:i'm|i am|im)\s+(?:a |an |in )?([a-z][a-z\- ]{1,30}?)(?=[,.;!?]| and | so | but | at |$)")
 _NOT_A_JOB = frozenset("""not no never pregnant fine ok okay alright well sick ill unwell tired worried scared afraid
 sure married single divorced widowed feeling getting having going in on allergic diabetic asthmatic living staying
-just only still also really very so too the""".split())
+just only still also really very so too the retired unemployed smoker drinker heavy fit healthy active""".split())
 """First words of an "I'm ..." that is no occupation, in a reply to "what do you do for work?" ("I'm not pregnant.
 I'm a student" is a student)."""
 _TRAVEL = re.compile(r"\b(travel\w*|trips?|abroad|vacation|holidays?|flew|flight|overseas)\b")
@@ -313,7 +322,7 @@ _RATE_BEFORE = re.compile(r"\b(?:times?|once|twice|per|every|each)\s*$", re.I)
 """A span that counts how often ("four times a night", "twice a day", "once every week") is a frequency, not when it
 began: a bare "a night" after "times" answered "when did it start?" as "a night ago"."""
 
-_BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_NUM})\s+(?P<u>{_UNIT})\b")
+_BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\b")
 
 
 def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
@@ -393,6 +402,37 @@ def progression(text: str, asked: bool = False) -> str | None:
         for pat, value in _ASKED_PROGRESSION:
             if pat.search(text):
                 return value
+    return None
+
+
+_ABRUPT = re.compile(
+    r"\b(?:sudden(?:ly)?|all of a sudden|abrupt(?:ly)?|out of (?:the blue|nowhere)|all at once|in an instant|"
+    r"instantly|straight away|like a (?:switch|light switch|bolt)|like being (?:hit|struck|kicked)|thunderclap|"
+    r"(?:came|come|comes|started|starts|began|begins|hit|hits)\s+(?:on\s+)?(?:really\s+|very\s+|so\s+)?"
+    r"(?:fast|quick(?:ly)?|in seconds|within seconds|in a second)|"
+    r"within (?:a few |a couple of )?(?:seconds|a second|a minute|minutes))\b")
+_GRADUAL = re.compile(
+    r"\b(?:gradual(?:ly)?|bit by bit|little by little|slowly|steadily|over (?:time|a (?:few|couple of) \w+|"
+    r"(?:several|some|the|a) (?:hours|days|weeks|months))|crept|creeping|creeps|built up|building up|builds up|"
+    r"came on slow|snuck up|sneaked up)\b")
+_STARTED = re.compile(r"\b(?:came on|come on|comes on|started|starts|began|begun|begins|start|crept|creeping|creeps|"
+                      r"built|building|builds|snuck|sneaked|happened|appeared|developed|hit|hits|struck)\b")
+_ABRUPT_ALONE = re.compile(r"\bsudden(?:ly)?\b|\ball of a sudden\b|\bout of (?:the blue|nowhere)\b|\ball at once\b|"
+                           r"\bthunderclap\b")
+_COURSE_AFTER = re.compile(r"^\W*(?:getting|got|gotten|become|becoming|grown|worse|better|improv|increas|decreas)")
+
+
+def initiation(text: str, asked: bool = False) -> str | None:
+    """How it came on, the questionnaire's "abruptly" or "gradually" ("It hit me out of the blue", "it crept up over
+    a few days"). A word of speed counts when a verb of starting is in the clause, or when the doctor asked how it
+    came on ("Suddenly."); "slowly getting worse" is the course (:func:`progression`), not how it began."""
+    if not (asked or _STARTED.search(text) or _ABRUPT_ALONE.search(text)):
+        return None
+    if _ABRUPT.search(text):
+        return "abruptly"
+    for m in _GRADUAL.finditer(text):
+        if not _COURSE_AFTER.match(text[m.end():]):
+            return "gradually"
     return None
 
 
@@ -560,6 +600,33 @@ def job(text: str, asked: bool = False) -> str | None:
             if m.group(1).split()[0] not in _NOT_A_JOB:
                 return m.group(1).strip()
     return None
+
+
+_NOT_WORKING = re.compile(
+    r"\bi(?:'m| am)\s+(?:not working|not in work|unemployed|out of work|between jobs|retired|off work|off sick|"
+    r"on (?:the )?sick|signed off|a pensioner|on benefits)\b|"
+    r"\bi (?:retired|don't work|do not work|no longer work|stopped working|gave up work|lost my job|can't work)\b")
+_PAST_JOB = re.compile(r"\bi (?:used to be|used to work as|worked as|retired as|was)\s+(?:a |an )?"
+                       r"([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|\s+(?:and|but|until|till|for|before|in|at|most|all|since|"
+                       r"when|from|back|years?)\b|$)")
+
+
+def past_job(text: str, asked: bool = False) -> dict | None:
+    """A patient not working now: MediTOD's occupation with status "false" (the guide's "has the patient worked at
+    the above occupation?"), the job they had as its value ("I'm not working at the moment. I used to be a
+    librarian"), "retired" as when. Said without the question, only with a plain "I'm not working" or "I'm retired"
+    ("I used to be a smoker" is no job)."""
+    stop = _NOT_WORKING.search(text)
+    if not (stop or asked):
+        return None
+    out: dict = {"status": "false"}
+    if (m := _PAST_JOB.search(text)) and m.group(1).split()[0] not in _NOT_A_JOB:
+        out["value"] = m.group(1).strip()
+    elif stop is None:
+        return None
+    if re.search(r"\bretired\b", text):
+        out["when"] = "retired"
+    return out
 
 
 def travel(text: str) -> bool:

@@ -63,10 +63,12 @@ class DetailReader:
         set_attr(out, "duration", attr.duration(clause, ended=ended))
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
+        set_attr(out, "initiation", attr.initiation(clause, asked="initiation" in asked_checks))
         prog = attr.progression(clause, asked="progression" in asked_checks)
         if prog and not (
-            prog.endswith("worse over time") and re.search(r"\bworse (?:at|in|when|with|after|if|on)\b", clause)
-        ):
+            prog.endswith("worse over time")
+            and re.search(r"\bworse (?:at|in|when|with|after|on|if (?!anything\b))\b", clause)
+        ):  # "worse at night", "worse if I bend": a factor; "worse, if anything" is the course
             set_attr(out, "progression", prog)
         for key, values in attr.factors(clause, self.lexicon.factors).items():
             set_attr(out, key, [v for v in values if not self.vocab.same("symptom", v, value)])
@@ -331,6 +333,8 @@ class DetailReader:
             rec.update({"value": home, "status": "living"})
         if (j := attr.job(whole, asked="occupation" in asked_bases)) is not None:
             frame.record("occupation").update({"value": j, "status": "true"})
+        elif (was := attr.past_job(whole, asked="occupation" in asked_bases)) is not None:
+            frame.record("occupation").update(was)
         if back := attr.returned_from(text):
             frame.record("travel").update({"status": "traveled", "destination": back})
         elif attr.travel(whole):

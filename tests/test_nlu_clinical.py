@@ -1097,3 +1097,20 @@ def test_a_first_episode_is_denied_past_experience(nlu, text, status):
     s = slots(nlu.frames(text, actions, {"positive_symptom": [{"value": "headache"}]},
                          "Have you had anything like this before?"))
     assert "past experience" in values(s, f"{status}_medical_history")
+
+
+@pytest.mark.parametrize("text, value, status", [
+    ("No, my weight's stayed pretty much the same", "unexplained weight loss", "negative"),
+    ("I had a blackout in the supermarket last week", "syncope", "positive"),
+    ("I've had the runs since Tuesday", "diarrhoea", "positive"),
+])
+def test_everyday_words_for_weight_blackouts_and_diarrhoea(nlu, text, value, status):
+    """A steady weight is a normal observation (no weight loss), a blackout is a faint (NICE CKS "Blackouts"), and
+    diarrhoea is the ontology's own concept, the one the presentation plans ask about."""
+    s = slots(nlu.frames(text, [], {"positive_symptom": [{"value": "fatigue"}]}, "Tell me more."))
+    assert value in values(s, f"{status}_symptom")
+
+
+def test_a_relatives_normal_reading_is_nobodys_finding(nlu):
+    s = slots(nlu.frames("my dad's weight has been steady though", [], {"positive_symptom": [{"value": "cough"}]}))
+    assert not any(s.get(k) for k in ("positive_exposure", "negative_symptom", "positive_family_history"))

@@ -78,6 +78,8 @@ class MentionFinder:
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
+            if seen is not None and seen[2] and relation:
+                continue  # "my dad's weight is steady", "mum's temperature was normal": nothing of anyone's
             before = f.sentence[:f.char_start]
             if base == "habit" and ((relation and relation != proxy) or (
                     others and not f.family and _someone_else(" ".join(sents[:f.sent]), before))):

@@ -161,6 +161,14 @@ _EAR_NOISE = (
 humming, whooshing or throbbing, said as a sound in the ear or as the ear making it. The span is the sound."""
 
 
+_STEADY_WEIGHT = re.compile(
+    r"\bweight(?:'s|’s)?(?:\s+(?:has|have|is|was|been|stayed|stays|staying|remained|kept|pretty|fairly|quite|about|much|"
+    r"roughly|just|really|more or less|all|totally|completely)){0,3}\s+(?P<c>steady|stable|the same|unchanged|constant|"
+    r"fine|normal|ok|okay|alright)\b", re.I)
+"""A weight the patient says is steady ("my weight's been steady", "weight has stayed about the same"): a normal
+observation, so no unexplained weight loss (the NHS asks "have you lost weight without trying?"; this is its no)."""
+
+
 # -- someone else ill -------------------------------------------------------------------------------------------
 
 _ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|"
@@ -240,6 +248,8 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
+            for m in _STEADY_WEIGHT.finditer(text)]
     for pattern, value in _LUTS:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     # before the contagion: "the room was going round" is vertigo, not an illness going round

@@ -1114,3 +1114,28 @@ def test_everyday_words_for_weight_blackouts_and_diarrhoea(nlu, text, value, sta
 def test_a_relatives_normal_reading_is_nobodys_finding(nlu):
     s = slots(nlu.frames("my dad's weight has been steady though", [], {"positive_symptom": [{"value": "cough"}]}))
     assert not any(s.get(k) for k in ("positive_exposure", "negative_symptom", "positive_family_history"))
+
+
+def test_a_job_said_as_what_the_patient_drives_and_a_drink_by_the_weekday(nlu):
+    """"I drive a lorry, long hauls mostly" is a lorry driver; "a couple of pints on a Saturday night" is how much
+    and how often the patient drinks (MediTOD keeps the span)."""
+    s = slots(nlu.frames("I drive a lorry, long hauls mostly",
+                         [{"action": "inquire", "occupation": [{"value": "other"}]}],
+                         {"positive_symptom": [{"value": "cough"}]}, "What do you do for work?"))
+    assert s["occupation"][0] == {"value": "lorry driver", "status": "true"}
+    how_much = [{"action": "inquire", "habit": [{"value": "alcohol abuse", "checks": [{"type": "frequency"}]}]}]
+    s = slots(nlu.frames("just a couple of pints on a Saturday night", how_much,
+                         {"positive_habit": [{"value": "alcohol abuse"}]}, "How much do you drink?"))
+    assert item(s, "positive_habit", "alcohol abuse")["frequency"] == "couple of pints on a saturday night"
+
+
+@pytest.mark.parametrize("text, status", [("my eyesight's gone a bit fuzzy lately", "positive"),
+                                          ("the sight in my right eye has been hazy since Sunday", "positive"),
+                                          ("no, my vision isn't misty at all", "negative")])
+def test_sight_said_to_blur_is_a_visual_impairment(nlu, text, status):
+    """The sight word and the blur word paired by position (NHS "Blurred vision": blurry, cloudy, misty, fuzzy);
+    "I feel a bit fuzzy in the head" is no sight."""
+    s = slots(nlu.frames(text, [], {"positive_symptom": [{"value": "headache"}]}, "Tell me more."))
+    assert "visual impairment" in values(s, f"{status}_symptom")
+    s = slots(nlu.frames("I just feel a bit fuzzy in the head", [], {"positive_symptom": [{"value": "headache"}]}))
+    assert "visual impairment" not in values(s, "positive_symptom")

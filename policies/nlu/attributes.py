@@ -138,6 +138,7 @@ _FREQ = [
         r"(?:(?:large|small|big)\s+)?(?:(?:bottles?|glass(?:es)?|pints?|cans?|units?|shots?|measures?|roll-ups|rollies|"
         r"fags|ciggies|cigarettes|cigs|drinks|beers|packs?|cups?|mugs?|joints?)(?:\s+of\s+[a-z]+)?\s+)?"
         r"(?:(?:a|per|every|each)\s+(?:day|night|week|weekend|month)|(?:at|on)\s+(?:the\s+)?weekends?|"
+        r"on\s+(?:a\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?(?:\s+(?:night|evening)s?)?|"
         r"most\s+(?:days|nights|evenings|weekends)|every\s+(?:other\s+)?(?:day|night|evening|weekend)))\b"
     ),
     re.compile(
@@ -280,6 +281,10 @@ _JOB = [
         r"cleaning|kitchen|restaurant|driving|computer)\s+job)\b"
     ),
 ]
+_DRIVES = re.compile(r"\bi drive (?:a |an |the )?(taxi|cab|bus|coach|lorry|truck|van|forklift|tractor|train|"
+                     r"tram|delivery van|ambulance|minicab)s?(?: for (?:a living|work))?\b")
+"""A job said as what the patient drives for it ("I drive a taxi, nights mostly"): the vehicle's driver (the present
+tense only: a job held before is a past one, :func:`past_job`)."""
 _JOB_FIELD = re.compile(
     r"\bi(?:'m| am) in (sales|retail|construction|finance|marketing|education|healthcare|it|tech|"
     r"insurance|banking|real estate|hospitality|accounting|administration|nursing|teaching)\b"
@@ -595,6 +600,8 @@ def job(text: str, asked: bool = False) -> str | None:
             return m.group(1).strip()
     if m := _JOB_FIELD.search(text):
         return m.group(1)
+    if m := _DRIVES.search(text):
+        return f"{m.group(1)} driver"
     if asked:
         for m in _JOB_ASKED.finditer(text):
             if m.group(1).split()[0] not in _NOT_A_JOB:

@@ -161,6 +161,19 @@ _EAR_NOISE = (
 humming, whooshing or throbbing, said as a sound in the ear or as the ear making it. The span is the sound."""
 
 
+_SIGHT = r"(?:eyesight|vision|sight|eyes?)"
+_BLUR = (r"blurr?y|blurred|blurring|fuzzy|fuzzier|misty|hazy|cloudy|foggy|out of focus|smudged|smeary|wavy|"
+         r"distorted|double")
+_BLURRED_SIGHT = (
+    # "my eyesight's gone a bit fuzzy", "the vision in my left eye is misty"
+    re.compile(rf"\b{_SIGHT}(?:'s|’s)?{_GAP}(?P<c>{_BLUR})\b", re.I),
+    # "fuzzy eyesight", "everything's gone misty in one eye" is the first
+    re.compile(rf"\b(?P<c>{_BLUR})\s+(?:vision|eyesight|sight)\b", re.I),
+)
+"""Sight said to blur, in the patient's own pairing of words (NHS "Blurred vision": blurry, cloudy, misty, fuzzy):
+the sight word and the blur word by position, so "my eyesight's gone a bit fuzzy" needs no phrase of its own. The
+span is the blur word; "my eyes aren't blurry" is denied by ConText."""
+
 _STEADY_WEIGHT = re.compile(
     r"\bweight(?:'s|’s)?(?:\s+(?:has|have|is|was|been|stayed|stays|staying|remained|kept|pretty|fairly|quite|about|much|"
     r"roughly|just|really|more or less|all|totally|completely)){0,3}\s+(?P<c>steady|stable|the same|unchanged|constant|"
@@ -248,6 +261,8 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    for pattern in _BLURRED_SIGHT:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:visual impairment") for m in pattern.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
             for m in _STEADY_WEIGHT.finditer(text)]
     for pattern, value in _LUTS:

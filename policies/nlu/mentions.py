@@ -456,7 +456,9 @@ _RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
 # the patient still has, no allergy
 _ALLERGIC_SIGNS = frozenset({"dermatologic problem", "skin rash", "rash", "urticaria", "angioedema", "pruritus",
                              "anaphylaxis", "itching"})
-_ANGIOEDEMA_SITE = re.compile(r"\b(?:face|lips?|tongue|throat|mouth|eyelids?)\b", re.I)
+_ALLERGIC_SWELLING_SITE = re.compile(r"\b(?:face|lips?|tongue|throat|mouth|eyelids?)\b", re.I)
+"""Where a swelling a medicine caused makes it an allergy (wider than ``details._ANGIOEDEMA_SITE``, which names the
+swelling itself and leaves out the face and a tight throat)."""
 # the words between a medicine and a sign that say the medicine caused it: "penicillin gave me a rash", "I came out in
 # hives after amoxicillin", "allergic to codeine, it makes me itch"
 _CAUSED_BY = re.compile(r"\b(?:gave|gives|give|made|makes|make|brought|brings)\s+"
@@ -476,7 +478,7 @@ def resolve_drug_reaction(mentions: list[Mention]) -> None:
             m.base == "medication" or (m.base == "medical_history" and m.value == "drug allergy"))]:
         for sign in (m for m in mentions if m.sent == d.sent and m.base == "symptom" and m.status == "positive"
                      and m.char_start >= 0 and (m.value in _ALLERGIC_SIGNS or (
-                         m.value == "swelling" and _ANGIOEDEMA_SITE.search(m.sentence)))):
+                         m.value == "swelling" and _ALLERGIC_SWELLING_SITE.search(m.sentence)))):
             first, second = sorted((d, sign), key=lambda m: m.char_start)
             if not (_CAUSED_BY.search(d.sentence[first.char_end:second.char_start].lower())
                     or _REACTION_TO.search(d.sentence[:d.char_start].lower())):

@@ -1139,3 +1139,31 @@ def test_sight_said_to_blur_is_a_visual_impairment(nlu, text, status):
     assert "visual impairment" in values(s, f"{status}_symptom")
     s = slots(nlu.frames("I just feel a bit fuzzy in the head", [], {"positive_symptom": [{"value": "headache"}]}))
     assert "visual impairment" not in values(s, "positive_symptom")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Her speech has been perfectly normal the whole time.", "slurred speech"),
+    ("Oh and his walking seems okay.", "unsteady gait"),
+    ("My hearing is the same as ever.", "hearing impairment"),
+    ("The bowels are normal.", "change in faeces/bowel movements"),
+])
+def test_a_function_named_with_a_verdict_denies_its_impairment(nlu, text, value):
+    """A function named with a verdict ("X is normal") denies its impairment: the function's name is read by meaning
+    alone, since the whole clause is as near the verdict as the function."""
+    s = slots(nlu.frames(text))
+    assert any(default_vocabulary().same("symptom", v, value) for v in values(s, "negative_symptom")), s
+    assert not s.get("positive_symptom")
+
+
+@pytest.mark.parametrize("text", ["My belly's fine.", "His legs are okay.", "My chest is alright, really."])
+def test_a_body_part_said_to_be_fine_names_no_complaint(nlu, text):
+    """A part said to be fine names no complaint of it to deny (UMLS lists a symptom's site among its names: it had
+    denied an abdominal swelling); a question about the part is answered through the asked item."""
+    assert not slots(nlu.frames(text)).get("negative_symptom")
+
+
+def test_a_red_rash_is_no_red_eye(nlu):
+    """UMLS folds skin erythema into eye redness: the skin's words are not the eye's."""
+    s = slots(nlu.frames("The skin on my shin has gone red and angry looking."))
+    assert "eye redness" not in values(s, "positive_symptom")
+    assert "eye redness" in values(slots(nlu.frames("My left eye has gone really red.")), "positive_symptom")

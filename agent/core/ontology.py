@@ -380,12 +380,15 @@ def without_side(location: str) -> str:
     return re.sub(r"^(?:left|right) (?=\S)", "", loc) if loc not in ("left side", "right side") else loc
 
 
-_DESCRIBED = frozenset("""vision eyesight sight hearing voice memory breathing breath skin scalp hair nails urine wee
-pee stools stool poo periods tongue lips gums face bladder bowels heart head throat stomach tummy belly back hand hands
-foot feet joint joints muscle muscles ribs glands gland""".split())
-"""What patients describe besides the ontology's places: the faculties and the things they pass ("my vision's
-blurred", "my urine is dark", "my periods are heavy"), and the everyday names of parts the ontology names otherwise
-("throat" for the pharynx)."""
+FACULTIES = frozenset("""vision eyesight sight hearing voice memory breathing breath urine wee pee stools stool poo
+periods bowels bladder waterworks""".split())
+"""What patients describe that is no place: the faculties and the things they pass ("my vision's blurred", "my urine
+is dark", "my periods are heavy"; "my bowels are normal" is their habit). A symptom's name may be one ("vision" of
+visual impairment); a place's may not."""
+_DESCRIBED = FACULTIES | frozenset("""skin scalp hair nails tongue lips gums face heart head throat
+stomach tummy belly back hand hands foot feet joint joints muscle muscles ribs glands gland""".split())
+"""What patients describe besides the ontology's places: the faculties, and the everyday names of parts the ontology
+names otherwise ("throat" for the pharynx)."""
 _NOT_A_PART = frozenset({"everywhere", "abdominal", "pelvic", "epigastric", "palace", "nowhere"})
 
 

@@ -21,13 +21,13 @@ from functools import cached_property
 import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from agent.core.clinical_text import Clause, ClauseReader, clause_core, default_clause_reader, word_stem
+from agent.core.clinical_text import Clause, ClauseReader, clause_core, default_clause_reader, singular, word_stem
 from agent.core.lay_terms import CODED, glossed, lay_phrases
-from agent.core.ontology import Vocabulary
+from agent.core.ontology import FACULTIES, Vocabulary, body_part_words
 from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
 from policies.nlu.attributes import PAIN_WORD, SPREADS, phrase_hits
-from policies.nlu.lexicon import CONDITION, Lexicon
+from policies.nlu.lexicon import CONDITION, Lexicon, entry_names
 
 DEFAULT_THRESHOLD = 0.64
 DEFAULT_MARGIN = 0.03
@@ -83,6 +83,19 @@ _WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|normal|normally|okay|ok|alrig
                              re.I)
 """A clause that says a function works ("I can hear perfectly well", "my hearing's the same as ever"): by meaning it
 is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative)."""
+
+
+_FUNCTION_VERDICT = re.compile(
+    r"^(?:(?:and|but|so|also|oh|well|yes|yeah|no|nope)[\s,]+)*"
+    r"(?:my|his|her|their|your|the)\s+(?P<f>[a-z][a-z' ]{2,30}?)"
+    r"(?:['’]s|\s+(?:is|are|was|were|seems?|feels?|has been|have been|'s been|’s been))\s+"
+    r"(?:(?:absolutely|perfectly|totally|completely|all|still|just|pretty much|quite|been)\s+)*"
+    r"(?:fine|normal|ok|okay|alright|all right|good|unaffected|perfect|no different|unchanged|"
+    r"the same as (?:ever|always|usual|before)|as (?:good as )?(?:ever|always|usual))\b", re.I)
+"""A function said to work, by its name ("my speech is normal", "his balance seems fine", "my waterworks are all
+right"): by meaning the whole clause is as near the verdict as the function (0.58 from "difficulty articulating
+speech"), so the function's name is also compared alone ("speech": 0.64 from "slurred speech"), and the clause denies
+what it finds (:data:`_WORKS_NORMALLY`). A body part is no function ("my tummy's fine" names no complaint of it)."""
 
 
 _PAIN_QUALITY = frozenset("""dull sharp burning stabbing throbbing aching ache aches pain pains constant gnawing nagging
@@ -163,13 +176,14 @@ class ConceptMatcher:
             if _GENERIC.match(entry.code) or entry.code == "general enquiry":
                 continue
             value = emitted.get(entry.code, entry.code)
-            names = [entry.display_name, *entry.keywords]
+            names = entry_names(entry)
             if entry.description:
                 rows.append((value, re.sub(r"^patient (?:has|is|feels|experiences?) ", "", entry.description)))
             rows += [(value, n) for n in names if n and not CODED.search(n)]
         rows += [(p.value, p.phrase) for p in lay_phrases() if p.base == "symptom"]
         rows += [(t.value, t.phrase) for t in self.lexicon.terms if t.base == "symptom" and len(t.phrase.split()) > 1]
-        rows = [(v, " ".join(t.lower().split())) for v, t in rows if not _GENERIC.match(t.lower().strip())]
+        rows = [(v, " ".join(t.lower().split())) for v, t in rows
+                if not _GENERIC.match(t.lower().strip()) and not self._names_a_place_only(t)]
         rows = list(dict.fromkeys(rows))
         owners: dict[str, set[str]] = {}
         for v, t in rows:
@@ -231,6 +245,36 @@ class ConceptMatcher:
         before = text.lower()[:max(text.find(clause), 0)]
         return max((n for n in named if n in before), key=before.rfind)
 
+    @cached_property
+    def _part_words(self) -> frozenset[str]:
+        """One-word body parts: the ontology's locations and the lexicon's ("tummy", "abdomen", "skin")."""
+        return (body_part_words(self.vocab.ontology.locations) | frozenset(
+            p for p in self.lexicon.locations if " " not in p)) - FACULTIES
+
+    def _names_a_place_only(self, text: str) -> bool:
+        """Whether every content word of ``text`` names a body part ("abdomen", "eyes", "arms and legs"): UMLS lists
+        a symptom's site among its names, but a patient who names the site ("my tummy's fine") names no symptom of
+        it."""
+        words = [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+        return bool(words) and all(w in self._part_words or singular(w) in self._part_words or w in _SIDE_WORDS
+                                   for w in words)
+
+    def _place_said_to_be_fine(self, clause: str) -> bool:
+        """Whether a clause says only that a body part is fine ("my tummy's fine", "his legs are OK"): it names no
+        complaint to deny (by meaning it is 0.68 from "abdominal swelling"); a question about the part is answered
+        by the asked item (``answers``)."""
+        m = _FUNCTION_VERDICT.match(clause_core(clause).strip())
+        return bool(m) and self._names_a_place_only(m.group("f"))
+
+    def _function_said_to_work(self, clause: str) -> str | None:
+        """The name of the function a clause says works ("my speech" of "my speech is normal"), or None: also when the
+        name is a body part (:data:`_FUNCTION_VERDICT`)."""
+        m = _FUNCTION_VERDICT.match(clause_core(clause).strip())
+        if not m:
+            return None
+        name = m.group("f").strip()
+        return None if self._places_and_sides.search(name) or self._names_a_place_only(name) else name
+
     def _only_places(self, clause: str) -> bool:
         """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the
         fragment "and my left arm" is where the pain goes, not weakness of the arm): with its places and sides taken
@@ -282,9 +326,11 @@ class ConceptMatcher:
         read = self.clauses.clauses(text)
         describing = [c.text for c in read if self._describes_antecedent(c.text, text, before_l)]
         for c in read:
-            if (not says_enough(c.text) or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
+            if (not (says_enough(c.text) or self._function_said_to_work(c.text))
+                    or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
-                    or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)):
+                    or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
+                    or self._place_said_to_be_fine(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)
@@ -298,6 +344,8 @@ class ConceptMatcher:
                 clauses[ci] = self._reread(c, plain)
             plain = _WHEN.sub(" ", clause_core(plain)).strip() or plain
             alone = [p for p in put if p in self._complaints or self.vocab.known("symptom", p)]
+            if function := self._function_said_to_work(c.text):
+                alone.append(function)
             if ci in described:  # the clause alone, then with what "it" stands for; both must agree
                 alone = [f"{described[ci]} {plain}"]
             for t in [plain, *alone]:
@@ -318,7 +366,10 @@ class ConceptMatcher:
                 order = np.argsort(-sims[ti])
                 best = int(order[0])
                 value, sim = refs[best][0], float(sims[ti, best])
-                runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value), 0.0)
+                # the runner-up is another concept, not another spelling of this one ("dysarthria" of "slurred speech")
+                runner_up = next((float(sims[ti, int(j)]) for j in order[1:] if refs[int(j)][0] != value
+                                  and not (kind == "symptom" and self.vocab.same("symptom", refs[int(j)][0], value))),
+                                 0.0)
                 if not self._accepts(sim, sim - runner_up):
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1], self._place_stems):

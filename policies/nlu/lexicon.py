@@ -19,7 +19,7 @@ import yaml
 from agent.core import cmas
 from agent.core.clinical_text import looks_plural, near_misses, singular
 from agent.core.lay_terms import lay_phrases
-from agent.core.ontology import Vocabulary, default_vocabulary
+from agent.core.ontology import SymptomEntry, Vocabulary, default_vocabulary
 from agent.core.ontology import body_part_words as ontology_part_words
 from agent.core.paths import REPO_ROOT
 
@@ -117,6 +117,20 @@ def _number_forms(phrase: str) -> tuple[str, ...]:
     return phrase, f"{head} {singular(last) if looks_plural(last) else last + 's'}"
 
 
+_NAMES_SKIN = re.compile(r"\b(?:skin|cutaneous|dermal)\b", re.I)
+_NAMES_ORGAN = re.compile(r"\b(?:eyes?|ears?|nose|nasal|throat|mouth|tongue|lips?)\b", re.I)
+
+
+def entry_names(entry: SymptomEntry) -> list[str]:
+    """A symptom's display name and keywords, less the skin's words for a symptom of another organ: UMLS folds skin
+    erythema into the eye's redness ("red skin", "skin erythema" are keywords of eye redness), and read as its names
+    a red rash would be a red eye (and raise the sight-threatening red-eye screen)."""
+    names = [entry.display_name, *entry.keywords]
+    if _NAMES_ORGAN.search(entry.display_name) and not _NAMES_SKIN.search(entry.display_name):
+        names = [n for n in names if not _NAMES_SKIN.search(n)]
+    return names
+
+
 def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]]) -> list[Term]:
     """Ontology keywords, attached to the lexicon value that shares their code (or to the code itself)."""
     out: list[Term] = []
@@ -128,7 +142,7 @@ def _ontology_terms(vocab: Vocabulary, emitted: dict[str, dict[str, list[str]]])
             by_code.setdefault(code, value)
     codes_of: dict[str, set[str]] = {}
     for entry in onto.symptoms.values():
-        for k in (entry.display_name, *entry.keywords):
+        for k in entry_names(entry):
             codes_of.setdefault(" ".join(k.lower().split()), set()).add(entry.code)
     place_words = ontology_part_words(onto.locations) | frozenset(
         w for loc in onto.locations for w in re.findall(r"[a-z]+", loc.lower()))

@@ -1167,3 +1167,15 @@ def test_a_red_rash_is_no_red_eye(nlu):
     s = slots(nlu.frames("The skin on my shin has gone red and angry looking."))
     assert "eye redness" not in values(s, "positive_symptom")
     assert "eye redness" in values(slots(nlu.frames("My left eye has gone really red.")), "positive_symptom")
+
+
+@pytest.mark.parametrize("text, value, place", [
+    ("The left side of my face has gone all droopy since this morning.", "facial", "left side"),
+    ("My right eye's gone red.", "eye redness", "right eye"),
+])
+def test_the_side_of_a_paired_organ_is_its_location(nlu, text, value, place):
+    """Which side a facial palsy or a red eye is on is the clinician's first question: a side said with a symptom of
+    an organ we have two of (or one side of) is its location."""
+    s = slots(nlu.frames(text))
+    item = next(it for it in s["positive_symptom"] if it["value"].startswith(value))  # facial palsy or paralysis
+    assert item.get("location") == [place]

@@ -35,6 +35,9 @@ def mention_status(m: Mention) -> str:
     return m.status
 
 
+_PAIRED_ORGAN = re.compile(r"\b(?:eyes?|ears?|facial|face|hearing|visual|vision|otorrh\w*|tinnitus|ptosis)\b", re.I)
+"""A symptom of an organ we have two of, or one side of (the face): which side is what a clinician asks first (a
+right facial palsy, a red left eye, hearing gone in the left ear), so a side said with it is its location."""
 _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
 """A sentence that names no symptom and denies or clears a place ("My eyes are fine.", "Not my arms.") places nothing:
 the numbness said before is not in the eyes."""
@@ -99,7 +102,8 @@ class DetailReader:
     @staticmethod
     def locatable(value: str) -> bool:
         """Whether a symptom is somewhere on the body, so a place said with it is its location."""
-        return names_a_pain(value) or value == "dermatologic problem" or located_finding(value) is not None
+        return (names_a_pain(value) or value == "dermatologic problem" or located_finding(value) is not None
+                or _PAIRED_ORGAN.search(value) is not None)
 
     def place_of_it(self, frame: Frame, symptoms: list[Mention], part: dict[int, str]) -> None:
         """ "A pain in my left testicle, it's swollen": a located symptom whose own part of the sentence names no place

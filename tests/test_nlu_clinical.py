@@ -1179,3 +1179,10 @@ def test_the_side_of_a_paired_organ_is_its_location(nlu, text, value, place):
     s = slots(nlu.frames(text))
     item = next(it for it in s["positive_symptom"] if it["value"].startswith(value))  # facial palsy or paralysis
     assert item.get("location") == [place]
+
+
+def test_a_spoken_range_is_one_amount_not_two_clauses(nlu):
+    """ "three or four times" is one amount: cut at the "or", its second half had been read as a second complaint."""
+    s = slots(nlu.frames("I have to get up three or four times in the night to wee."))
+    assert len(s["positive_symptom"]) == 1, s
+    assert "three or four times" in s["positive_symptom"][0].get("frequency", "")

@@ -693,6 +693,14 @@ _CLAUSE_CUT = frozenset({",", ";", ":", "and", "or", "but", "so", "because", "th
                          "plus", "whereas", "which"})
 
 
+def _joins_numbers(token: Any) -> bool:
+    """Whether a joining word stands between two numbers ("four or five times a night", "between 3 and 4"): a spoken
+    range, one amount, not two clauses (cut there, "five times a night" had been read as a second complaint)."""
+    doc = token.doc
+    return (token.lower_ in ("or", "and") and 0 < token.i < len(doc) - 1
+            and doc[token.i - 1].like_num and doc[token.i + 1].like_num)
+
+
 class ClauseReader:
     """Splits a patient turn into clauses and reads each one's ConText status, for matchers that compare whole
     clauses rather than phrases (the red-flag screen, the NLU's second stage).
@@ -753,7 +761,8 @@ class ClauseReader:
         windows: list[tuple[int, int]] = []
         sents = list(doc.sents)
         for si, sent in enumerate(sents):
-            cuts = [sent.start] + [t.i for t in sent if t.lower_ in _CLAUSE_CUT and t.i > sent.start] + [sent.end]
+            cuts = [sent.start] + [t.i for t in sent if t.lower_ in _CLAUSE_CUT and t.i > sent.start
+                                   and not _joins_numbers(t)] + [sent.end]
             parts = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
             windows += parts
             windows += [(parts[i][0], parts[i + 1][1]) for i in range(len(parts) - 1)]

@@ -119,7 +119,7 @@ def episode_ended(text: str) -> bool:
 _FREQ = [
     re.compile(
         rf"\b((?:a few|few|a couple of|couple of|once|twice|one or two|two or three|{_SPAN_NUM})"
-        rf"\s+times?\s+(?:a|an|per|every|each|in a)\s+(?:hour|day|night|week|month|year))\b"
+        rf"\s+times?\s+(?:a|an|per|every|each|in a|in the|at)\s+(?:hour|day|night|week|month|year))\b"
     ),
     re.compile(r"\b((?:once|twice)\s+(?:a|per)\s+(?:day|week|month|year))\b"),
     re.compile(r"\b((?:a|one|half a|two|\d+)\s+packs?\s+(?:a|per)\s+(?:day|week))\b"),

@@ -71,6 +71,9 @@ def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
     ("There's a pain right in my chest and I'm so breathless I can hardly walk.", "chest_pain_with_dyspnea"),
     ("I threw up this morning and it was full of dark red blood.", "gastrointestinal_bleeding"),
     ("My speech went funny and the left side of my face sagged for about ten minutes.", "stroke_signs"),
+    # post-traumatic amnesia told by a relative (NICE NG232: amnesia after a head injury is an ED referral)
+    ("My husband slipped on the ice and knocked his head, and since then he keeps asking me the same questions.",
+     "head_injury"),
 ])
 def test_a_stated_red_flag_is_raised(store, said, rule):
     flags = {f["id"]: f["level"] for f in talk(store, said).state().red_flags}

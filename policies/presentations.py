@@ -293,12 +293,19 @@ class Trigger(PlanItem):
 
 
 class ScreenItem(BaseModel):
-    """The questions that screen one red-flag rule: each asks an item the rule reads."""
+    """The questions that screen one red-flag rule: each asks an item the rule reads. ``when``: the complaints the
+    screen is for, where the plan covers more than one kind (the cauda equina screen of a weakness is for the legs'
+    or the back's, not a face's): asked only when the state holds one of them positive; absent, always."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     rule: NonEmpty
     ask: tuple[Ask, ...] = Field(min_length=1)
+    when: tuple[Trigger, ...] = ()
+
+    def applies(self, positives: Sequence[dict], vocab: Vocabulary) -> bool:
+        """Whether this screen is for the complaints in ``positives`` (the state's positive symptoms)."""
+        return not self.when or any(w.matches(it, vocab) for w in self.when for it in positives)
 
     @field_validator("rule")
     @classmethod

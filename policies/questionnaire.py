@@ -530,12 +530,13 @@ class QuestionnairePolicy:
             head = []  # the patient said when it started: the red-flag screen comes first, its turns all in time
         for q in head:
             yield Candidate("hpi", q)
-        screen_qs = [q for s in plan.red_flag_screen for a in s.ask if (q := self._ask(state, a)) is not None]
+        screens = [s for s in plan.red_flag_screen if s.applies(positives, self.vocab)]
+        screen_qs = [q for s in screens for a in s.ask if (q := self._ask(state, a)) is not None]
         for base in dict.fromkeys(q.base for q in screen_qs):  # one slot type's warning signs, up to three a turn
             for q in screen_qs:
                 if q.base == base:
                     yield Candidate("red_flag_screen", q, f"screen:{base}")
-        for screen in plan.red_flag_screen:
+        for screen in screens:
             for a in screen.ask:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("red_flag_screen", q)

@@ -343,3 +343,25 @@ def test_a_place_with_its_side_answers_the_screen_of_that_place(with_plans):
     chest = {"positive_symptom": [{"value": "pain", "location": ["chest", "left arm"]}]}
     assert answered(chest, Question("symptom", "pain", "location", ("upper extremity",)), vocab)
     assert not answered(chest, Question("symptom", "pain", "location", ("abdomen",)), vocab)
+
+
+@pytest.mark.parametrize("complaint, screened", [
+    ({"value": "facial palsy", "location": ["right side"]}, False),  # a face's weakness
+    ({"value": "weak limbs", "location": ["left arm"]}, False),
+    ({"value": "weak limbs", "location": ["left leg"]}, True),
+    ({"value": "paresthesia", "location": ["foot"]}, True),
+])
+def test_a_screen_is_asked_only_for_the_complaints_it_is_for(with_plans, nlg, complaint, screened):
+    """The weakness plan's cauda equina screen (``when``) is for the legs and the back: a face's or an arm's weakness
+    is not asked about saddle numbness, and the clinician's summary says the screen was not applicable."""
+    from policies.summary import screen_result
+
+    first = {"positive_symptom": [complaint]}
+    state, past, _, _ = interview(with_plans, denies, first, nlg)
+    assert choose_plan(update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}])), PLANS).id == (
+        "weakness_numbness")
+    asked = {q.value for turn in past for q in questions_of(turn)}
+    assert ("saddle anaesthesia" in asked) is screened
+    result = {r["rule"]: r["result"] for r in screen_result([PLANS["weakness_numbness"]], state, [],
+                                                             with_plans.vocab)}
+    assert (result["cauda_equina"] == "not applicable") is not screened

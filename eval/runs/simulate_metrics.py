@@ -205,14 +205,18 @@ def screen_timing(card: CaseCard, st: InterviewState, vocab: Vocabulary,
     the first one that asks it, or that comes after a patient turn whose state already answers it (volunteered);
     ``first`` and ``last`` are the turns the first and the last item were done. ``on_time``: every item done,
     ``first`` <= 2 and ``last`` <= 5. Items only the other sex has (the patient's sex as the final state tells it)
-    are left out (``other_sex_items``)."""
+    are left out (``other_sex_items``), and so are screens for other complaints than the final state's (``when``: the
+    weakness plan's cauda equina screen of a face's weakness)."""
     plans = plans if plans is not None else default_plans()
     followed = list(dict.fromkeys(t.meta["plan"] for t in st.doctor_turns() if isinstance(t.meta.get("plan"), str)))
     plan = plans.get(followed[0] if followed else card.presentation or "")
     if plan is None:
         return None
     items: dict[Question, None] = {}
+    positives = st.patient_state.get("positive_symptom") or []
     for screen in plan.red_flag_screen:
+        if not screen.applies(positives, vocab):  # a screen for other complaints (``when``): not this patient's
+            continue
         for a in screen.ask:
             items[Question(a.base, a.value, "location", a.location) if a.location else Question(a.base, a.value)] = None
     # an item only the other sex has is no part of this patient's screen (the policy leaves it out once the sex is

@@ -307,6 +307,10 @@ class ScreenItem(BaseModel):
         """Whether this screen is for the complaints in ``positives`` (the state's positive symptoms)."""
         return not self.when or any(w.matches(it, vocab) for w in self.when for it in positives)
 
+    def when_said(self) -> str:
+        """``when`` as the clinician's summary shows what a screen needs: "weakness (leg, foot) or pain (back)"."""
+        return " or ".join(w.value + (f" ({', '.join(w.location)})" if w.location else "") for w in self.when)
+
     @field_validator("rule")
     @classmethod
     def _rule_exists(cls, value: str, info: ValidationInfo) -> str:

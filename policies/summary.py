@@ -187,9 +187,8 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
             rule = by_id.get(screen.rule)
             needs_sex = {sexes.of_item(a.base, a.value, a.location) for a in screen.ask} - {None}
             if not screen.applies(state.get("positive_symptom") or [], vocab):  # a face's weakness: no cauda equina
-                entry = {"rule": screen.rule, "result": "not applicable", "facts": denied,
-                         "needs": [" or ".join(w.value + (f" ({', '.join(w.location)})" if w.location else "")
-                                               for w in screen.when)]}
+                entry = {"rule": screen.rule, "result": "not applicable", "needs": [screen.when_said()],
+                         "facts": denied}
             elif sex is not None and len(needs_sex) == 1 and sex not in needs_sex:
                 entry = {"rule": screen.rule, "result": "not applicable", "needs": [f"sex: {needs_sex.pop()}"],
                          "facts": denied}

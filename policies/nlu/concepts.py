@@ -259,21 +259,27 @@ class ConceptMatcher:
         return bool(words) and all(w in self._part_words or singular(w) in self._part_words or w in _SIDE_WORDS
                                    for w in words)
 
+    @staticmethod
+    def _said_to_be_fine(clause: str) -> str | None:
+        """What a clause says is fine ("speech" of "my speech is normal", "tummy" of "my tummy's fine"), or None
+        (:data:`_FUNCTION_VERDICT`)."""
+        m = _FUNCTION_VERDICT.match(clause_core(clause).strip())
+        return m.group("f").strip() if m else None
+
     def _place_said_to_be_fine(self, clause: str) -> bool:
         """Whether a clause says only that a body part is fine ("my tummy's fine", "his legs are OK"): it names no
         complaint to deny (by meaning it is 0.68 from "abdominal swelling"); a question about the part is answered
         by the asked item (``answers``)."""
-        m = _FUNCTION_VERDICT.match(clause_core(clause).strip())
-        return bool(m) and self._names_a_place_only(m.group("f"))
+        name = self._said_to_be_fine(clause)
+        return name is not None and self._names_a_place_only(name)
 
     def _function_said_to_work(self, clause: str) -> str | None:
-        """The name of the function a clause says works ("my speech" of "my speech is normal"), or None: also when the
-        name is a body part (:data:`_FUNCTION_VERDICT`)."""
-        m = _FUNCTION_VERDICT.match(clause_core(clause).strip())
-        if not m:
+        """The name of the function a clause says works ("speech" of "my speech is normal"), or None: also when the
+        name is a body part or a side."""
+        name = self._said_to_be_fine(clause)
+        if name is None or self._places_and_sides.search(name) or self._names_a_place_only(name):
             return None
-        name = m.group("f").strip()
-        return None if self._places_and_sides.search(name) or self._names_a_place_only(name) else name
+        return name
 
     def _only_places(self, clause: str) -> bool:
         """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the

@@ -53,6 +53,15 @@ PAST_EPISODES = Question("medical_history", "past experience")
 """Asked with the main complaint's last questions ("... and have you had anything like this before?"): previous
 episodes belong to the history of the presenting complaint in every history-taking guide, and a recurrence changes
 the differential (a first migraine against the fifth)."""
+GROUPED_FOLLOWUPS = ("medication",)
+"""Slot types whose section follow-ups are asked of up to :data:`PLAN_GROUP` items a turn: what each medicine is for
+and whether it helped is one question of them all ("What do you take the metformin and the statin for, and have they
+helped?"), where a turn a medicine spent three turns on one topic."""
+DRUG_ALLERGY = Question("medical_history", "drug allergy")
+"""Asked with the past conditions or, where their last question has no room left, with the medicines ("Are you taking
+metformin or any other medicines, and have you ever had an allergic reaction to a medicine?"): history-taking guides
+take it with either, and asked after a plan's long list of conditions it was a turn of its own in a quarter of the
+simulated interviews."""
 SOCIAL = ("occupation", "residence", "travel")
 """Record slots a clinician asks about as one topic, the social history ("what do you do for work, who is at home,
 any travel lately?"): a plan's travel risk factor and the general work and home questions share a turn."""
@@ -68,8 +77,11 @@ def open_tail(cand: Candidate, picked: list[Candidate]) -> bool:
                     and p.question.check is None for p in picked))
 
 
-def history_topic(base: str) -> str:
-    """The topic a history item is asked under with a plan: its slot type, the social history for :data:`SOCIAL`."""
+def history_topic(base: str, value: str = "", allergy: str = "medical_history") -> str:
+    """The topic a history item is asked under with a plan: its slot type, the social history for :data:`SOCIAL`;
+    ``allergy``, the topic :data:`DRUG_ALLERGY` joins this turn (the medical or the drug history)."""
+    if base == DRUG_ALLERGY.base and value.casefold() == DRUG_ALLERGY.value:
+        return allergy
     return "social" if base in SOCIAL else base
 
 
@@ -413,8 +425,9 @@ class QuestionnairePolicy:
                     if not isinstance(value, str) or value.casefold() in cmas.OPEN_VALUES:
                         continue
                     if not any(b == base and self.vocab.same(base, v, value) for b, v in decided):
+                        group = f"followup:{base}" if base in GROUPED_FOLLOWUPS else None
                         for c in checks:
-                            yield Candidate(sec.stage, Question(base, value, c))
+                            yield Candidate(sec.stage, Question(base, value, c), group)
 
     # -- a presentation plan's interview
 
@@ -570,17 +583,33 @@ class QuestionnairePolicy:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("associated_symptoms", q)
         general = [q for g in self.config.after_plan or [] for q in g]
-        for topic in dict.fromkeys(history_topic(a.base) for a in plan.risk_factors):  # one topic's items together
-            risks = [a for a in plan.risk_factors if history_topic(a.base) == topic]
-            for a in risks:
+        allergy = self._allergy_topic(ctx, plan, general)
+        for topic in dict.fromkeys(history_topic(a.base, a.value, allergy) for a in plan.risk_factors):
+            risks = [a for a in plan.risk_factors if history_topic(a.base, a.value, allergy) == topic]
+            for a in risks:  # one topic's items together
                 if (q := self._ask(state, a)) is not None:
                     yield Candidate("risk_factors", q, f"risk:{topic}")
             for q in general:  # the general questions of that topic join it ("... or any other medicines?", "how old
-                if history_topic(q.base) == topic:  # are you? and your sex?", "... and have you travelled lately?")
+                if history_topic(q.base, q.value, allergy) == topic:  # are you? and your sex?", "... travelled?")
                     yield Candidate("risk_factors", q, f"risk:{topic}")
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
                     yield Candidate("risk_factors", found)
+
+    def _allergy_topic(self, ctx: TurnContext, plan: Plan, general: list[Question]) -> str:
+        """The history topic :data:`DRUG_ALLERGY` is asked with: the past conditions where their last question has
+        room for it, else the medicines where theirs has, else the past conditions (a question of its own)."""
+        def room(topic: str) -> bool:
+            qs = [q for a in plan.risk_factors if history_topic(a.base, a.value) == topic
+                  if (q := self._ask(ctx.state, a)) is not None]
+            qs += [q for q in general if history_topic(q.base) == topic]
+            named = {q for q in qs if q != DRUG_ALLERGY and q.value.casefold() not in cmas.OPEN_VALUES
+                     and not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)}
+            return len(named) % PLAN_GROUP != 0
+
+        if room("medical_history") or not any(a.base == "medication" for a in plan.risk_factors):
+            return "medical_history"
+        return "medication" if room("medication") else "medical_history"
 
     def _decisive_record(self, state: dict, a: Ask) -> Question | None:
         from agent.core.ontology import find_item
@@ -657,7 +686,11 @@ class QuestionnairePolicy:
             limit = (PLAN_GROUP if n > 1 else 1) if head.group is not None else n
             if head.question.base == "symptom" and head.question.check is not None:
                 limit = min(limit, self.checks_a_turn(head.question.value))
-            if len([p for p in picked if not open_tail(p, picked)]) >= limit and not open_tail(cand, picked):
+            if head.group is not None and head.group.startswith("followup:"):  # items, each with its checks
+                if cand.question.value not in {p.question.value for p in picked} and len(
+                        {p.question.value for p in picked}) >= limit:
+                    break
+            elif len([p for p in picked if not open_tail(p, picked)]) >= limit and not open_tail(cand, picked):
                 break
             picked.append(cand)
         if picked:

@@ -51,6 +51,11 @@ SOCIAL_CLAUSES = {"occupation": "what you do for work", "residence": "who you li
 live with, and whether you have travelled anywhere recently?") rather than three questions in a row."""
 
 
+MEDICINE_USE = frozenset({"respone_to", "impact"})
+"""The follow-ups of a medicine the patient takes (what it is for, whether it helped): asked of several medicines at
+once, they are one question (:meth:`TemplateNLG._medicines_use`)."""
+
+
 def is_long(term: str) -> bool:
     """A name said in full once an utterance, then referred to by a pronoun: one with an aside ("palpitations (a racing
     or pounding heart)") or of three words or more ("shortness of breath")."""
@@ -265,6 +270,7 @@ class TemplateNLG:
             else:
                 groups.append([s for base, items in act.items() if base != "action"
                                for s in self._inquire(base, items, said)])
+        groups = self._drug_history(actions, groups)
         if not any(groups):
             groups = [[Sentence(OTHER)]]
         # acknowledgement, then other statements (diagnoses), then questions; a farewell goes last
@@ -281,6 +287,24 @@ class TemplateNLG:
             out.append(text)
             prev_question = question
         return " ".join(out)
+
+    @staticmethod
+    def _drug_history(actions: list[dict], groups: list[list[Sentence]]) -> list[list[Sentence]]:
+        """The drug allergy asked with the medicines (``policies.questionnaire.DRUG_ALLERGY``) as the end of their
+        question ("Are you taking metformin or any other medicines, and have you ever had an allergic reaction to a
+        medicine?"): one topic, one question. ``groups``: the sentences of each action, in order."""
+        def only(act: dict, base: str, value: str | None = None) -> bool:
+            items = act.get(base) or []
+            return (act["action"] == "inquire" and [b for b in act if b != "action"] == [base] and bool(items)
+                    and all(not it.get("checks") and (value is None or it.get("value") == value) for it in items))
+
+        meds = next((i for i, a in enumerate(actions) if only(a, "medication")), None)
+        allergy = next((i for i, a in enumerate(actions) if only(a, "medical_history", "drug allergy")), None)
+        if meds is None or allergy is None or len(groups[meds]) != 1 or len(groups[allergy]) != 1:
+            return groups
+        asked, then = groups[meds][0], groups[allergy][0]
+        joined = Sentence(f"{asked.text.rstrip('?')}, and {_lower_first(then.text)}")
+        return [[joined] if i == meds else g for i, g in enumerate(groups) if i != allergy]
 
     @staticmethod
     def _social(actions: list[dict]) -> tuple[list[dict], str | None]:
@@ -335,6 +359,11 @@ class TemplateNLG:
             else:
                 checked.append(it)
         out: list[Sentence] = self._screen(base, screen, said) if screen else []
+        if base == "medication" and len(checked) > 1 and all(
+                {c["type"] for c in it["checks"]} <= MEDICINE_USE for it in checked):
+            asked = {c["type"] for it in checked for c in it["checks"]}
+            out.append(Sentence(self._medicines_use([it["value"] for it in checked], asked, said)))
+            checked = []
         for it in checked:
             asks = []
             for i, chk in enumerate(it["checks"]):
@@ -595,6 +624,16 @@ class TemplateNLG:
     def _test(self, value: str) -> str:
         term = self.lex.terms.get("medical_test", {}).get(value.casefold())
         return term or f"a {value}"
+
+    def _medicines_use(self, values: list[str], asked: set[str], said: set[tuple[str, str]]) -> str:
+        """What several medicines are for and whether they help (``asked``: either or both), as one question ("What do
+        you take the metformin and the statin for, and have they helped?"): a question each would spend a turn a
+        medicine on the same topic."""
+        said.update(("medication", v) for v in values)
+        names = join_or([the(self.lex.term("medication", v)) for v in values], "and")
+        if "respone_to" not in asked:
+            return f"Have {names} helped?"
+        return f"What do you take {names} for" + (", and have they helped?" if "impact" in asked else "?")
 
     def _medication(self, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
         is_open = value.casefold() in cmas.OPEN_VALUES

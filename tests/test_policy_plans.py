@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from policy_driver import ctx_of, run_interview
@@ -141,7 +142,9 @@ def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans
         # an open "... or any other medicines?" ends its group's question: no item of its own
         assert len([q for q in qs if q.value.casefold() not in cmas.OPEN_VALUES]) <= 3
         if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(q.screening for q in qs):
-            assert len({history_topic(q.base) for q in qs}) == 1, (plan_id, qs)  # one topic a turn
+            # one topic a turn (the drug allergy joins the past conditions or the medicines)
+            assert any(len({history_topic(q.base, q.value, with_) for q in qs}) == 1
+                       for with_ in ("medical_history", "medication")), (plan_id, qs)
         if stage == "associated_symptoms" and all(q.screening for q in qs):
             assert any({(q.base, q.value) for q in qs} <= g for g in groups), (plan_id, qs)  # one group = one system
         if stage == "hpi":  # one symptom's attributes, the last of the complaint's with "had this before?"
@@ -365,3 +368,37 @@ def test_a_screen_is_asked_only_for_the_complaints_it_is_for(with_plans, nlg, co
     result = {r["rule"]: r["result"] for r in screen_result([PLANS["weakness_numbness"]], state, [],
                                                              with_plans.vocab)}
     assert (result["cauda_equina"] == "not applicable") is not screened
+
+
+@pytest.mark.parametrize("complaint, joins", [
+    ({"value": "chest pain", "onset": "an hour ago"}, "medical_history"),  # ten conditions: the last asked with one
+    ({"value": "low mood", "onset": "a month ago"}, "medication"),  # three conditions, four medicines
+])
+def test_medicines_are_followed_up_together_and_the_allergy_fills_a_question(with_plans, nlg, complaint, joins):
+    """The drug allergy joins the last question of the past conditions where it has room, else that of the medicines
+    (never a turn of its own when either has room); what four medicines the patient takes are for is asked three at a
+    time ("What do you take the metformin, the statin and the warfarin for, and have they helped?"), not a turn a
+    medicine."""
+    from test_plan_wording import problems
+
+    taken = ["metformin", "statin", "warfarin", "omeprazole"]
+
+    def answer(questions):
+        slots = denies([q for q in questions if not (q.base == "medication" and q.screening)])
+        if any(q.base == "medication" and q.screening for q in questions):
+            slots["positive_medication"] = [{"value": v} for v in taken]
+        return slots
+
+    _, past, _, texts = interview(with_plans, answer, {"positive_symptom": [complaint]}, nlg)
+    turns = [(questions_of(turn), text) for turn, text in zip(past, texts, strict=True)]
+    allergy = next((qs, text) for qs, text in turns if any(q.value == "drug allergy" for q in qs))
+    assert {q.base for q in allergy[0]} == {joins, "medical_history"}, allergy[1]
+    assert len({q.value for q in allergy[0] if q.value.casefold() not in cmas.OPEN_VALUES}) <= 3
+    follow = [(qs, text) for qs, text in turns if any(q.base == "medication" and q.check for q in qs)]
+    assert len(follow) == 2, [t for _, t in follow]
+    assert sorted(v for qs, _ in follow for v in {q.value for q in qs}) == sorted(taken)
+    assert {len({q.value for q in qs}) for qs, _ in follow} == {3, 1}
+    for qs, text in [allergy, *follow]:
+        assert not problems(qs, to_actions(qs), text), text
+    assert re.fullmatch(r"What do you take the [\w ]+, the [\w ]+ and the [\w ]+ for, and have they helped\?",
+                        follow[0][1]), follow[0][1]

@@ -22,26 +22,29 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-COMMAND_MODULES = (
-    "agent.app.config",  # medhx config {check,show}
-    "agent.core.data",  # medhx data stats
-    "agent.core.tracker",  # medhx track
-    "eval.metrics.score",  # medhx score {nlu,pol,nlg}
-    "models.prepare",  # medhx models prepare
-    "models.train",  # medhx train
-    "eval.runs.predict",  # medhx predict --task nlu|pol|nlg
-    "policies.nlu.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
-    "models.serve",  # medhx serve
-    "eval.runs.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
-    "eval.runs.bench_speed",  # medhx bench-speed
-    "agent.app.chat",  # medhx chat --cli
-    "agent.app.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
-    "eval.runs.simulate",  # medhx simulate (whole interviews against patient simulators)
-    "eval.runs.load_bench",  # medhx load-bench (concurrent scripted interviews through one server and one store)
-    "eval.runs.storage_bench",  # medhx storage-bench (bytes a stored interview takes against its length)
-    "eval.runs.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev slice and the frozen check slice)
-    "eval.runs.generalisation",  # medhx generalisation (held-aside stories, red-flag statements, rule phrasings)
-)
+COMMAND_MODULES = {
+    "config": "agent.app.config",  # medhx config {check,show}
+    "data": "agent.core.data",  # medhx data stats
+    "track": "agent.core.tracker",  # medhx track
+    "score": "eval.metrics.score",  # medhx score {nlu,pol,nlg}
+    "models": "models.prepare",  # medhx models prepare
+    "train": "models.train",  # medhx train
+    "predict": "eval.runs.predict",  # medhx predict --task nlu|pol|nlg
+    "silver": "policies.nlu.silver",  # medhx silver (clinical-NLU labels on the OSCE transcripts)
+    "serve": "models.serve",  # medhx serve
+    "bench": "eval.runs.bench",  # medhx bench (teacher-forced modules, official scores, report beside the paper)
+    "bench-speed": "eval.runs.bench_speed",  # medhx bench-speed
+    "chat": "agent.app.chat",  # medhx chat --cli
+    "sessions": "agent.app.sessions_cli",  # medhx sessions {list,show,delete,export,purge}
+    "simulate": "eval.runs.simulate",  # medhx simulate (whole interviews against patient simulators)
+    "load-bench": "eval.runs.load_bench",  # medhx load-bench (concurrent scripted interviews, one server and store)
+    "storage-bench": "eval.runs.storage_bench",  # medhx storage-bench (bytes a stored interview takes by length)
+    "nlu-check": "eval.runs.nlu_check",  # medhx nlu-check (label-free NLU generalisation: dev and check slices)
+    "generalisation": "eval.runs.generalisation",  # medhx generalisation (held-aside stories, statements, phrasings)
+}
+"""Subcommand -> the module whose ``add_parser`` registers it. A command line naming one imports that module only:
+some modules import the clinical NLU (spaCy, torch) or LangGraph at their top, and every command paid for all of them
+(about 4 s a ``medhx`` process, most of the test suite's subprocesses)."""
 
 
 def _plug_console(chat: argparse.ArgumentParser) -> None:
@@ -82,11 +85,19 @@ PLUGS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
 """Command module -> what the top adds to the parser its ``add_parser`` returns (a layer above the module's)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand a command line names (its first word that is no option), None without one."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (``argv`` None), or of the one ``argv`` names (:data:`COMMAND_MODULES`): ``--help``
+    and a misspelt command still list them all."""
     parser = argparse.ArgumentParser(prog="medhx", description="Medical history-taking dialogue agent (MediTOD).")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
+    command = _command_of(argv) if argv is not None else None
+    for name in [COMMAND_MODULES[command]] if command in COMMAND_MODULES else COMMAND_MODULES.values():
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -120,7 +131,8 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)  # a usage error exits 2 here, with argparse's usage line
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)  # a usage error exits 2 here, with argparse's usage line
     root = logging.getLogger()
     theirs = list(root.handlers)  # a host's handlers (pytest's, an application's) are left as they are
     logging.basicConfig(

@@ -104,3 +104,21 @@ def test_a_model_server_down_or_hung_exits_1(tmp_path, silent_server, where):
     assert r.returncode == 1, r.stderr
     last = r.stderr.strip().splitlines()[-1]  # (the client's retry warnings come first, one line each)
     assert last.startswith("medhx predict: error: ") and address in last and "Traceback" not in r.stderr
+
+
+def test_a_command_imports_its_own_module_and_help_lists_them_all():
+    """``medhx sessions ...`` builds the parser of ``sessions`` only: the clinical NLU (spaCy, torch) that other
+    commands import at their top is not loaded in its process; ``medhx --help`` still names every command."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom agent.cli import build_parser, COMMAND_MODULES\n"
+            "build_parser(['sessions', 'list']).parse_args(['sessions', '--dir', 'x', 'list'])\n"
+            "print(sorted(m for m in ('spacy', 'torch', 'policies.nlu.clinical') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
+    from agent.cli import COMMAND_MODULES
+
+    shown = run_medhx("--help")
+    assert shown.returncode == 0 and all(c in shown.stdout for c in COMMAND_MODULES), shown.stdout

@@ -303,3 +303,41 @@ def test_faint_as_dim_is_no_fainting(said, fainted):
     frames = build_nlu()[0].read(said, [], {}, "").frames
     read = any(x.get("value") == "syncope" for f in frames for x in (f.get("slots") or {}).get("positive_symptom", []))
     assert (raised, read) == (fainted, fainted), (said, raised, frames)
+
+
+@pytest.mark.parametrize(("said", "rule", "raised"), [
+    ("I collapsed once, maybe fifteen years ago, on holiday in Spain. Never since.", "syncope", False),
+    ("I blacked out three years ago and again last night in the bathroom.", "syncope", True),
+    ("I keeled over at work an hour ago.", "syncope", True),
+    ("I had a seizure when I was about six, with a fever.", "seizure", False),
+    ("He had fits as a baby but nothing for years.", "seizure", False),
+    ("I had a fit this afternoon and bit my tongue.", "seizure", True),
+])
+def test_an_event_long_past_is_history_and_its_return_is_not(store, said, rule, raised):
+    """A symptom said to have begun years ago, or in childhood, is the patient's past and raises no acute rule
+    (safety.PAST_EPISODE_DAYS; the HISTORICAL cues of clinical_text, an age said as the time); said to have come back
+    lately ("... and again last night"), it is raised."""
+    assert (rule in flags_after(store, said)) is raised, said
+
+
+@pytest.mark.parametrize(("said", "value", "status", "rule"), [
+    ("Since I got up today there's no hearing at all in my right ear.", "hearing impairment", "positive",
+     "sudden_hearing_loss"),
+    ("I woke up on Tuesday with no sight in my left eye.", "vision loss", "positive", "sudden_visual_loss"),
+    ("There's no feeling in my toes on the right.", "paresthesia", "positive", None),
+    ("I've had no feeling of dizziness at all.", "paresthesia", None, None),
+    ("No vision problems, no hearing problems.", "vision loss", None, None),
+])
+def test_no_faculty_in_a_part_is_its_loss_not_a_denial(store, said, value, status, rule):
+    """"No hearing in my ear", "no feeling in my toes" say the faculty is lost (clinical_text.LOST_FACULTIES), the
+    complaint itself; "no feeling of dizziness" and "no vision problems" still deny. Woken with it, the patient's
+    waking is its onset, which a sudden loss's rule needs."""
+    session = store.start()
+    session.send(said)
+    st = session.state()
+    found = {s: [i["value"] for i in st.patient_state.get(f"{s}_symptom") or []]
+             for s in ("positive", "negative", "unknown")}
+    got = next((s for s, values in found.items() if value in values), None)
+    assert got == status, (said, found)
+    if rule:
+        assert rule in [f["id"] for f in st.red_flags], said

@@ -36,6 +36,10 @@ recognise recognised recognising recognize recognized recognizing
 """.split())
 """Verbs of what a part or a person does: negated, they say a loss of function ("my hand won't grip", "the words
 aren't coming out"), which is the complaint and no denial of it."""
+LOST_FACULTIES = frozenset("""hearing sight vision eyesight feeling sensation movement power strength grip voice
+balance taste smell""".split())
+"""Nouns of what a part or a person can do: after "no" they say its loss ("no hearing in my left ear", "no feeling in
+my foot"), the complaint and no denial of it."""
 
 
 def conversation_rules() -> list[Any]:
@@ -93,6 +97,10 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["n't", "not", "’t"]}},
         {"LOWER": {"IN": ["be", "properly", "really", "quite", "any", "at", "all", "right", "been"]}, "OP": "*"},
         {"LOWER": {"IN": sorted(LOST_FUNCTIONS)}}]))
+    rules.append(ConTextRule("no hearing", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["no", "zero"]}}, {"LOWER": {"IN": ["real", "proper", "more"]}, "OP": "?"},
+        {"LOWER": {"IN": sorted(LOST_FACULTIES)}}, {"LOWER": "at", "OP": "?"}, {"LOWER": "all", "OP": "?"},
+        {"LOWER": {"IN": ["in", "on", "from", "at"]}}]))
     rules.append(ConTextRule("not been able to", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["have", "has", "had", "was", "were", "am", "is", "are", "i", "i've"]}, "OP": "?"},
         {"LOWER": {"IN": ["n't", "not", "’t", "never"]}}, {"LOWER": "been", "OP": "?"}, {"LOWER": "able"},
@@ -155,15 +163,22 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
         {"LOWER": {"IN": ["i", "i'm", "i've", "i'd", "i’m", "i’ve", "me", "myself"]}}]))
     # The patient's past, said as people say it (medspaCy's HISTORICAL cues are written for notes: "h/o").
-    hist_fwd = ["in the past", "used to", "back in", "years ago i", "a long time ago", "as a child", "as a kid",
-                "as a teenager", "when i was younger", "when i was a child", "when i was a kid", "when i was little",
-                "when i was a teenager", "once before", "previously"]
-    hist_back = ["years ago", "when i was a child", "when i was a kid", "when i was little", "when i was a teenager",
-                 "when i was younger", "as a child", "as a kid", "as a teenager", "a long time ago", "in the past",
-                 "back then", "ages ago", "decades ago"]
+    young = ["a child", "a kid", "a teenager", "a baby", "a toddler", "a boy", "a girl", "a little boy",
+             "a little girl", "a youngster", "a student", "at school"]
+    hist_fwd = ["in the past", "used to", "back in", "years ago i", "a long time ago", "when i was younger",
+                "when i was little", "when i was small", "once before", "previously",
+                *(f"as {y}" for y in young if y != "at school"), *(f"when i was {y}" for y in young)]
+    hist_back = ["years ago", "when i was little", "when i was small", "when i was younger", "a long time ago",
+                 "in the past", "back then", "ages ago", "decades ago",
+                 *(f"as {y}" for y in young if y != "at school"), *(f"when i was {y}" for y in young)]
     rules += [ConTextRule(p, "HISTORICAL", direction="FORWARD", max_scope=10) for p in hist_fwd]
     rules += [ConTextRule(f"{p} ", "HISTORICAL", direction="BACKWARD", max_scope=12,
                           pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back]
+    # an age said as the time: "a fit when I was about four", "when I was 12 I broke my arm"
+    at_an_age = [{"LOWER": "when"}, {"LOWER": {"IN": ["i", "he", "she"]}}, {"LOWER": "was"},
+                 {"LOWER": {"IN": ["about", "around", "only", "just", "maybe"]}, "OP": "?"}, {"LIKE_NUM": True}]
+    rules.append(ConTextRule("when i was <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12,
+                             pattern=at_an_age))
     return rules
 
 

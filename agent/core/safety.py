@@ -28,6 +28,7 @@ from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader, near_misses
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
+from agent.core.numbers import with_digits
 from agent.core.ontology import Vocabulary, body_part_words, default_vocabulary, part_members, symptom_names
 from agent.core.paths import REPO_ROOT
 from agent.core.semantic import Encoder, default_encoder
@@ -109,6 +110,7 @@ class Rule:
     recall_first: bool = False  # a risk to life the patient may only hint at: raised as "possible" on less similarity
     patterns: tuple[re.Pattern[str], ...] = ()  # word combinations no phrase list spells (a harm verb and a person)
     min_age: int | None = None  # a patient known to be younger does not have it (giant cell arteritis: 50 and over)
+    reads_the_past: bool = False  # symptoms begun long ago count too (:data:`PAST_EPISODE_DAYS`): self-harm, cancer
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,9 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         recall_first = r.get("recall_first", False)
         if not isinstance(recall_first, bool):
             raise RuleError(f"{where}: 'recall_first' must be true or false")
+        past = r.get("reads_the_past", False)
+        if not isinstance(past, bool):
+            raise RuleError(f"{where}: 'reads_the_past' must be true or false")
         patterns = _patterns(r.get("patterns"), f"{where}: 'patterns'")
         min_age = r.get("min_age")
         if min_age is not None and (isinstance(min_age, bool) or not isinstance(min_age, int) or min_age < 1):
@@ -294,6 +299,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 recall_first=recall_first,
                 patterns=patterns,
                 min_age=min_age,
+                reads_the_past=past,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -309,7 +315,8 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
-              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "min_age"}
+              "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "min_age",
+              "reads_the_past"}
 
 
 def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
@@ -379,6 +386,11 @@ _AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "fou
                            "a few": 3, "several": 4}
 _AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
+_LONG_AGO = re.compile(r"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|as an? (?:little |small )?"
+                       r"(?:child|kid|baby|toddler|teenager|teen|boy|girl|youngster|infant)|when (?:i|he|she) was|"
+                       r"in (?:my|his|her) (?:childhood|teens))\b")
+"""A time long past said without a number ("years ago", "ages ago") or as a time of life ("as a child", "when I was
+six", the NLU's onset in the patient's words): counted as two years."""
 _TODAY = re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight|earlier|\d{1,2}(?:[:.]\d{2})?\s*"
                     r"(?:am|pm|o'clock))\b")
 _YESTERDAY = re.compile(r"\b(?:yesterday|last night|overnight)\b")
@@ -392,10 +404,13 @@ def onset_days(item: dict[str, Any]) -> float | None:
     text = str(item.get("onset") or item.get("starting") or "").lower()  # a history item's time is "starting"
     if not text:
         return None
+    text = with_digits(text)  # "fifteen years ago" is 15 years
     if m := _AGO.search(text):
         n = m.group("n")
         amount = float(n) if n[0].isdigit() else float(_AMOUNT.get(n, 1))
         return amount * _SPAN_DAYS[m.group("u")]
+    if _LONG_AGO.search(text):
+        return 2 * _SPAN_DAYS["year"]
     if _TODAY.search(text):
         return 0.0
     if _YESTERDAY.search(text):
@@ -455,9 +470,18 @@ def _located(cond: Condition, item: dict[str, Any]) -> bool:
     return not cond.location or located(cond.location, item.get("location") or [])
 
 
+PAST_EPISODE_DAYS = 365.0
+"""A symptom the patient says began longer ago than this ("I fainted once, about ten years ago") is their past history,
+not the episode a red flag is about: it raises no rule but those that read the past (``reads_the_past``: self-harm,
+suicide, a cancer's warning signs). A symptom without an onset counts (recall first)."""
+
+
 def _matches(
-    state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None
+    state: dict[str, Any], cond: Condition, vocab: Vocabulary, statuses: tuple[str, ...] | None = None,
+    past: bool = True,
 ) -> list[dict[str, Any]]:
+    """The state's items that meet ``cond``, as evidence; ``past``: symptoms begun long ago count too
+    (:data:`PAST_EPISODE_DAYS`)."""
     spec = cmas.SLOTS[cond.slot]
     names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
     evidence = []
@@ -472,7 +496,10 @@ def _matches(
                 continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
                 continue
-            if cond.max_onset_days is not None and ((days := onset_days(item)) is None or days > cond.max_onset_days):
+            days = onset_days(item)
+            if cond.max_onset_days is not None and (days is None or days > cond.max_onset_days):
+                continue
+            if not past and cond.slot == "symptom" and days is not None and days > PAST_EPISODE_DAYS:
                 continue
             evidence.append(
                 {
@@ -494,7 +521,7 @@ def _rule_evidence(
 
     def found(cond: Condition) -> list[dict[str, Any]]:
         statuses = (*cond.status, "unknown") if uncertain and cond.status == ("positive",) else None
-        return _matches(state, cond, vocab, statuses)
+        return _matches(state, cond, vocab, statuses, past=rule.reads_the_past)
 
     if any(_matches(state, cond, vocab, None) for cond in rule.none_of):
         return None  # what another rule covers ("beyond the chest" once there is chest pain: the ACS rule)
@@ -558,6 +585,17 @@ def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
     return rule.level if rule.hedge_keeps_level or not uncertain else "possible"
 
 
+_AGAIN = re.compile(r"\b(?:again|another one|once more)\b", re.I)
+
+
+def happened_again_lately(sentence: str) -> bool:
+    """Whether a sentence tells a past event came back lately ("I fainted two years ago and again this morning"): its
+    past-time cue does not make the event history, and the onset the NLU keeps (when it first began,
+    :data:`PAST_EPISODE_DAYS`) does not hide it."""
+    low = sentence.lower()
+    return bool(_AGAIN.search(low) and (_TODAY.search(low) or _YESTERDAY.search(low)))
+
+
 def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[str, list[str]]]:
     """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the sentences that
     say them: "I thought I was going to pass out so I sat down on the floor"), which raise nothing, by phrase or by
@@ -574,9 +612,10 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
             near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.sentence.lower())
             continue
         rule = by_id[f.key.removeprefix(PATTERN)]
-        if f.status == "negative" or f.family or (f.historical and not rule.hedge_keeps_level):
+        historical = f.historical and not happened_again_lately(f.sentence)
+        if f.status == "negative" or f.family or (historical and not rule.hedge_keeps_level):
             continue
-        level = _level(rule, uncertain=f.status == "unknown" or f.historical)
+        level = _level(rule, uncertain=f.status == "unknown" or historical)
         flag = out.setdefault(rule.id, RedFlag(rule.id, rule.message, level, []))
         if LEVELS.index(level) < LEVELS.index(flag.level):
             flag.level = level

@@ -75,6 +75,23 @@ _RELATIVE = re.compile(
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
 )
 
+_WOKE_WITH = re.compile(
+    r"\b(?:woke|woken|waking|wake|got up|get up|getting up)(?: up)?(?: with [a-z' ]{1,40}?)?\s+(yesterday(?: morning)?|"
+    r"last night|this morning|"
+    r"today|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+"""An onset said as the waking that found it ("I woke up this morning and I can't hear", "woke up with it yesterday"):
+the patient's words for when it began, as a sudden loss's red flag needs them."""
+
+_YOUNG = r"(?:a |an )?(?:little |small )?(?:child|kid|baby|toddler|teenager|teen|boy|girl|youngster|infant)"
+_CHILDHOOD = re.compile(
+    rf"\b(as {_YOUNG}|when (?:i|he|she) was (?:{_YOUNG}|(?:about |around |only |just |maybe )?"
+    rf"(?:\d{{1,2}}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    rf"sixteen|seventeen|eighteen|nineteen)|little|small|young|younger)|in (?:my|his|her) (?:childhood|teens))\b"
+)
+"""An onset said as a time of life ("a fit when I was about six", "asthma as a child"): the patient's words, which
+tell the red-flag screen it is their past (``agent.core.safety.onset_days``)."""
+
 _DAY_OPENING = re.compile(
     r"^\W*(?:(?:and|so|well|um|uh|erm|so um)\s+)?((?:yesterday|last night|this morning|this afternoon|earlier today|"
     r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?:\s+(?:morning|afternoon|evening|"
@@ -335,7 +352,9 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     sentence tells the episode ended (:func:`episode_ended`), so its "for" span is a duration, not an onset."""
     ended = ended or episode_ended(text)
     for pat in [*_ONSET_PATTERNS, *([_BARE_SPAN] if asked else [])]:
-        m = next((x for x in pat.finditer(text) if not _RATE_BEFORE.search(text[:x.start()])), None)
+        # "once a week" counts, "once, about ten years ago" dates: a span said with "ago" is never a rate
+        m = next((x for x in pat.finditer(text)
+                  if x.group(0).endswith("ago") or not _RATE_BEFORE.search(text[:x.start()])), None)
         if m and not (ended and m.group(0).startswith("for")):
             unit = m.group("u")
             n = _amount(m.group("n"))
@@ -354,6 +373,10 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     if m := _RELATIVE.search(text):
         return m.group(1)
     if m := _CLOCK_ONSET.search(text):
+        return m.group(1)
+    if m := _WOKE_WITH.search(text):
+        return m.group(1)
+    if m := _CHILDHOOD.search(text):
         return m.group(1)
     if m := _DAY_OPENING.search(text):
         return m.group(1).lower().removeprefix("on ")

@@ -408,3 +408,33 @@ def test_lost_orientation_or_recognition_is_new_confusion_not_its_denial(store, 
     complaint itself, not a denial and not the hedge "I don't know"."""
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert "new_confusion" in flags, flags
+
+
+@pytest.mark.parametrize(("said", "relative", "rule"), [
+    ("Grandad's burning up since last night and he doesn't know what day it is, he thought I was his wife.",
+     "grandad", "new_confusion"),  # his wife is no relative of the speaker's: no family history
+    ("My 4 year old has been drinking loads and weeing all the time, and she's lost weight.", "child",
+     "hyperglycaemia"),  # the age alone names the child
+    ("My son's 16 and I've just discovered he's been cutting his arms.", "son", "self_harm"),  # the parent found out
+    ("My husband's breathing is terrible, he's wheezing and can't talk in full sentences.", "husband",
+     "severe_dyspnea"),  # "X's breathing is": the noun X owns
+])
+def test_a_guardians_report_is_the_patients_however_it_opens(store, said, relative, rule):
+    """A relative speaking for the patient, who names the patient by an age ("my 4 year old"), says what they found
+    out ("I've just discovered"), names someone else's relative ("his wife"), or what the patient has ("my husband's
+    breathing is terrible"), is still read as the patient's report, and the report's red flag is raised."""
+    from agent.core.clinical_text import proxy_subject
+
+    assert proxy_subject(said) == relative, said
+    assert rule in [f["id"] for f in talk(store, said).state().red_flags], said
+
+
+@pytest.mark.parametrize("said", [
+    "My wife says I snore and stop breathing at night.",
+    "My dad has diabetes and my sister had a stroke last year.",
+    "My daughter's fine, it's me who's got the cough.",
+])
+def test_a_relative_who_reports_on_me_or_a_family_history_is_no_guardian(said):
+    from agent.core.clinical_text import proxy_subject
+
+    assert proxy_subject(said) is None, said

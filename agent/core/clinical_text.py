@@ -853,8 +853,11 @@ _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\
                           r"|all (?:his|her) life|long[- ]standing)\b", re.I)
 # The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
 # patient and the relative is family history.
-_OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b", re.I)
-# "My wife says I snore": the relative reports on the speaker, who is the patient.
+_OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
+                            r"(?!\s+(?:just\s+|only\s+|recently\s+|now\s+)?(?:found|noticed|seen|heard|learned|learnt|"
+                            r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b", re.I)
+# "My wife says I snore": the relative reports on the speaker, who is the patient (read in the opening clause: "Dad's
+# got a fever, he thought I was his brother" is his confusion, no report on the speaker).
 _REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?(?:I|I'm|I've|me|my)\b", re.I)
 # A present problem or an acute episode, as a guardian tells it ("my son's got", "she's been", "he keeps", "this
 # morning", "collapsed", "went stiff"); without one, "my mother has diabetes" and "my brother had a heart attack"
@@ -876,6 +879,9 @@ _KIN_MODIFIER = re.compile(
     rf"(?:(?:{'|'.join(sorted(_KIN_MODIFIERS - _AGE_UNITS))}|\d+[- ](?:year|month|week)s?[- ]old)\s+)*", re.I)
 """The same words in the text as written ("my 3-year-old daughter" keeps its digits there)."""
 _HAVE_NEXT = frozenset("got gone been had started just suddenly always never also now still already".split())
+_VERB_AFTER_NOUN = frozenset("is was has keeps seems gets got isn't hasn't wasn't".split())
+"""A verb after the word that follows "X's": that word is a noun X owns ("my son's asthma is bad", "Dad's cough keeps
+him up"), not what X is or has ("my son's been sick")."""
 
 
 _GUARDIAN_FRAME = re.compile(
@@ -915,10 +921,14 @@ def proxy_subject(text: str) -> str | None:
     if i >= len(words):
         return None
     head: str = words[i].removesuffix("'s")
-    if ({w.removesuffix("'s") for w in words[i + 1:]} - {head}) & _BLOOD_RELATIVES:
-        return None  # a list of relatives is a family history ("my dad has ..., and my sister had ...")
+    if head == "old" or (head not in GUARDED and i > 0 and words[i - 1] == "old"):
+        head = "child"  # "my 9 year old is constantly thirsty", "my 2-year-old's got a rash": the age says who
+    speakers = {w.removesuffix("'s") for a, w in zip(words[i:], words[i + 1:], strict=False) if a in ("my", "our")}
+    if (speakers - {head}) & _BLOOD_RELATIVES:
+        return None  # a list of the speaker's relatives is a family history ("my dad has ..., and my sister had ...")
+    first_clause = re.split(r"[,;.!?]|\band\b", text, maxsplit=1)[0]  # "my wife says I snore, ..."
     if head not in GUARDED or not _PRESENT.search(text) or any(
-            p.search(text) for p in (_FAMILY_PAST, _OWN_COMPLAINT, _REPORTS_ON_ME)):
+            p.search(text) for p in (_FAMILY_PAST, _OWN_COMPLAINT)) or _REPORTS_ON_ME.search(first_clause):
         return None
     return head
 
@@ -932,11 +942,15 @@ def first_person(text: str, relative: str) -> str:
 
     def subject_s(m: re.Match[str]) -> str:  # "X's" is possessive before a body word, else "is" / "has"
         nxt = m.group("next").lower()
-        if nxt in _POSSESSED:
+        then = (m.groupdict().get("then") or "").strip().lower()
+        if nxt in _POSSESSED or (then in _VERB_AFTER_NOUN and nxt not in _HAVE_NEXT):  # "my son's asthma is bad"
             return f"my {m.group('next')}"
         return f"{'I have' if nxt in _HAVE_NEXT else 'I am'} {m.group('next')}"
 
-    out = re.sub(rf"\b(?:my\s+)?{rel}{contraction}\s+(?P<next>\w+)", subject_s, text, flags=re.I)
+    if relative == "child":  # "my 9 year old is ...": the age alone names the child
+        text = re.sub(r"\bmy\s+(?:little\s+)?(?:\d+|[a-z]+)[- ](?:year|month|week)s?[- ]old\b", "my child", text,
+                      flags=re.I)
+    out = re.sub(rf"\b(?:my\s+)?{rel}{contraction}\s+(?P<next>\w+)(?=(?P<then>\s+\w+)?)", subject_s, text, flags=re.I)
     out = re.sub(rf"\b(?:he|she){contraction}\s+(?P<next>\w+)", subject_s, out, flags=re.I)
     out = re.sub(rf"\b(?:my\s+){rel}\b", "I", out, flags=re.I)
     out = re.sub(rf"^(\W*){rel}\b", r"\1I", out, flags=re.I)

@@ -438,3 +438,17 @@ def test_a_relative_who_reports_on_me_or_a_family_history_is_no_guardian(said):
     from agent.core.clinical_text import proxy_subject
 
     assert proxy_subject(said) is None, said
+
+
+@pytest.mark.parametrize(("said", "value", "rule"), [
+    ("Bread keeps getting stuck on the way down, and it's worse than it was in the summer.", "dysphagia",
+     "cancer_warning_signs"),
+    ("Out of the blue my heart's going ten to the dozen and there's a tight pain across my chest.", "palpitations",
+     "chest_pain_with_syncope_or_palpitations"),
+])
+def test_swallowing_and_a_racing_heart_in_everyday_words(store, said, value, rule):
+    """Food that sticks on the way down is dysphagia, and a heart "going ten to the dozen" palpitations (NHS Health
+    A-Z wording): read, they raise what they raise with the rest of the turn."""
+    session = talk(store, said)
+    assert status_of(session.state().patient_state, "symptom", value) == "positive", session.state().patient_state
+    assert rule in [f["id"] for f in session.state().red_flags], said

@@ -643,6 +643,8 @@ class QuestionnairePolicy:
             only = self.sexes.of_item(q.base, q.value, q.values if q.check == "location" else ())
             if only is not None and sex is not None and only != sex:
                 continue
+            if self.sexes.past_childbearing(q.base, q.value, ctx.state):  # no "could you be pregnant?" at 71
+                continue
             in_screen = cand.stage == "red_flag_screen"
             if only is not None and sex is None and is_open(SEX) and (not in_screen or only == "female"):
                 # in the red-flag screen the sex alone, as a screen question, before its first question about periods

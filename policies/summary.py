@@ -177,6 +177,8 @@ def screen_result(plans: Sequence[Plan], state: dict, raised: Sequence[dict], vo
                 continue
             denied, open_items = [], []
             for ask in screen.ask:
+                if sexes.past_childbearing(ask.base, ask.value, state):
+                    continue  # not asked of a patient past the childbearing years
                 found = find_evidence(state, ask, vocab)
                 if found is not None and found[0] == "negative":
                     denied.append(_fact(ask.base, *found))

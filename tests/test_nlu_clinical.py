@@ -1186,3 +1186,19 @@ def test_a_spoken_range_is_one_amount_not_two_clauses(nlu):
     s = slots(nlu.frames("I have to get up three or four times in the night to wee."))
     assert len(s["positive_symptom"]) == 1, s
     assert "three or four times" in s["positive_symptom"][0].get("frequency", "")
+
+
+@pytest.mark.parametrize(("said", "onset", "lasted"), [
+    ("Last night my left arm went numb for about twenty minutes.", "last night", "twenty minutes"),
+    ("On Friday I had a pounding heart for an hour or so.", "friday", "an hour"),
+    ("I've had this cough for three weeks.", "three weeks ago", None),
+])
+def test_a_day_said_first_is_the_onset_and_its_for_span_how_long_it_lasted(said, onset, lasted):
+    """A walkthrough: "Yesterday the sight in my right eye went grey for a few minutes" was recorded as begun "a few
+    minutes ago". A sentence opened by the day tells the onset there, and its "for" span is the episode's duration
+    (``attributes.episode_ended``); a "for" span alone is still the onset (the annotation guide's "for just over a
+    week")."""
+    from policies.nlu import attributes as attr
+
+    assert attr.onset(said.lower()) == onset
+    assert attr.duration(said.lower()) == lasted

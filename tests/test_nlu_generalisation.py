@@ -452,3 +452,39 @@ def test_swallowing_and_a_racing_heart_in_everyday_words(store, said, value, rul
     session = talk(store, said)
     assert status_of(session.state().patient_state, "symptom", value) == "positive", session.state().patient_state
     assert rule in [f["id"] for f in session.state().red_flags], said
+
+
+# ------------------------------------------------------------------ from the twelfth session's walkthrough (GCA)
+
+def test_an_echoed_question_is_no_answer_and_a_treated_condition_is_no_denial():
+    """A blind walkthrough (a 71-year-old with a temporal headache): "Pregnant? I'm 71!" recorded a pregnancy and
+    raised pre-eclampsia, and "my blood pressure is fine on it" (the ramipril) denied her hypertension. A short
+    question said back is no statement (``clinical_text.without_echoes``); a verdict on treatment keeps the
+    condition (the ConText cue "fine on it")."""
+    from eval.runs.nlu_check import build_nlu
+
+    nlu = build_nlu()[0]
+    asked = [{"action": "inquire", "habit": [{"value": "smoking"}]}]
+    frames = nlu.read("Smoking? Never in my life.", asked, {}, "Do you smoke?").frames
+    slots = {k: [i["value"] for i in v] for f in frames for k, v in f.get("slots", {}).items()}
+    assert "smoking" not in slots.get("positive_habit", []), frames
+    assert "smoking" in slots.get("negative_habit", []), frames
+    frames = nlu.read("Asthma? No, never had it. I'm 67.", [], {}, "Anything else?").frames
+    assert not any("positive_medical_history" in f.get("slots", {}) for f in frames), frames
+    for said, value in [("My cholesterol has been good since I started the statin.", "high cholesterol"),
+                        ("His sugars are fine now with the insulin.", "diabetes mellitus")]:
+        slots = {k: [i["value"] for i in v] for f in nlu.read(said, [], {}, "").frames for k, v in f["slots"].items()}
+        assert value not in slots.get("negative_medical_history", []), (said, slots)
+
+
+def test_a_weak_match_to_what_the_patient_denied_is_not_raised(store):
+    """Said "my eyes aren't red or sore", then that the sight went misty: the misty sight is near the painful red
+    eye's description (0.75 here), by meaning alone, and the denial already answers it (``safety.denied_before``): the
+    flag is lowered to "possible" (recall first: a firm match is kept); the change of sight itself is still raised."""
+    session = talk(store, "I've had a headache for a fortnight. My eyes aren't red or sore at all.",
+                   "This morning the vision in my left eye went misty and grey for a few minutes.")
+    flags = {f["id"]: f["level"] for f in session.state().red_flags}
+    assert flags.get("sight_threatening_red_eye") in (None, "possible"), flags
+    assert "sudden_visual_loss" in flags, flags
+    session = talk(store, "This morning the vision in my left eye went misty and grey for a few minutes.")
+    assert "sight_threatening_red_eye" in [f["id"] for f in session.state().red_flags]  # not denied: raised

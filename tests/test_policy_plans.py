@@ -402,3 +402,23 @@ def test_medicines_are_followed_up_together_and_the_allergy_fills_a_question(wit
         assert not problems(qs, to_actions(qs), text), text
     assert re.fullmatch(r"What do you take the [\w ]+, the [\w ]+ and the [\w ]+ for, and have they helped\?",
                         follow[0][1]), follow[0][1]
+
+
+@pytest.mark.parametrize(("age", "asked"), [("71", False), ("58", False), ("29", True)])
+def test_a_woman_past_the_childbearing_years_is_not_asked_whether_she_could_be_pregnant(with_plans, nlg, age, asked):
+    """A blind walkthrough asked a 71-year-old with a temporal headache "Is there any chance you could be pregnant?".
+    Pregnancy, missed periods and the pill are items of the childbearing years (``configs/sex_specific.yaml``
+    ``childbearing``, FSRH: fertility assumed lost at 55): past them, by the stated age, they are not asked; and an
+    ectopic screen's pregnancy question is then no part of her screen, which the summary does not count as unasked."""
+    from policies.summary import screen_result
+
+    first = {"positive_symptom": [{"value": "pain", "location": ["lower abdomen"], "onset": "yesterday"}],
+             "basic_information": [{"age": age, "sex": "female"}]}
+    state, past, _, texts = interview(with_plans, denies, first, nlg)
+    values = {q.value for turn in past for q in questions_of(turn)}
+    assert ("pregnancy" in values) is asked, values
+    assert ("amenorrhea" in values) is asked, values
+    assert any("pregnant" in t for t in texts) is asked
+    plan = choose_plan(update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}])), PLANS)
+    unanswered = [u for r in screen_result([plan], state, [], with_plans.vocab) for u in r.get("unanswered", [])]
+    assert "pregnancy" not in unanswered, unanswered

@@ -149,6 +149,15 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # ... but a verdict on treatment is no denial: "my blood pressure is fine on it", "sugars are good with the tablets"
+    # say the condition is there and treated (the longer cue takes the verdict's words).
+    rules.append(ConTextRule("fine on it", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
+        {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "better", "controlled", "perfect"]}},
+        {"LOWER": {"IN": ["now", "since", "again"]}, "OP": "?"},
+        {"LOWER": {"IN": ["on", "with", "since", "thanks", "because", "taking"]}},
+        {"LOWER": {"IN": ["it", "them", "the", "my", "this", "that", "these", "those", "tablets", "pills", "to",
+                          "medication", "medicine", "treatment", "an", "a", "i", "i've", "i'm", "starting"]}}]))
     # How the patient is in general ("not too great", "not feeling so good") denies nothing after it: "Oh, not too
     # great, I've had this cough the last few days".
     rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
@@ -968,6 +977,18 @@ OPENING_MIN_WORDS = 4  # "Hi." or "Yes, hello." is no opening statement
 def is_opening(earlier_patient_turns: Iterable[str]) -> bool:
     """Whether the next patient turn is the opening statement: no earlier patient turn said anything of substance."""
     return all(len(t.split()) < OPENING_MIN_WORDS for t in earlier_patient_turns)
+
+
+_ECHO = re.compile(r"(?:^|(?<=[.!?]))\s*(?:[^\s.!?]+\s+){0,3}[^\s.!?]+\?+(?=\s|$)")
+"""A question of four words or fewer opening a sentence of the patient's: an echo of what was asked ("Pregnant? I'm
+71!", "Chest pain? No, never."), said back in surprise or to check, which tells nothing; the answer follows it."""
+
+
+def without_echoes(text: str) -> str:
+    """``text`` less the short questions it echoes back (:data:`_ECHO`): read as statements, "Chest pain? No, never."
+    had recorded a chest pain."""
+    out = _ECHO.sub(" ", text).strip()
+    return out if out else text
 
 
 def as_the_patient(text: str) -> tuple[str, str | None]:

@@ -13,6 +13,7 @@ Two encodings of status exist and convert losslessly:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -163,6 +164,15 @@ def slot_items(state: dict[str, Any], base: str) -> list[tuple[str | None, dict[
     if not spec.statuses:
         return [(None, it) for it in state.get(base) or []]
     return [(s, it) for s in spec.statuses for it in state.get(f"{s}_{base}") or []]
+
+
+def patient_age(state: dict[str, Any] | None) -> int | None:
+    """The patient's age in whole years as the state records it (``basic_information``), if it reads as one."""
+    for record in (state or {}).get("basic_information") or []:
+        match = re.match(r"\s*(\d{1,3})\b", str(record.get("age", "")))
+        if match:
+            return int(match.group(1))
+    return None
 
 
 # --------------------------------------------------------------------------- pydantic types

@@ -26,6 +26,7 @@ import yaml
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader, near_misses
+from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
 from agent.core.numbers import with_digits
@@ -542,15 +543,6 @@ def _rule_evidence(
     return unique, level
 
 
-def patient_age(state: dict[str, Any] | None) -> int | None:
-    """The patient's age in whole years as the state records it (``basic_information``), if it reads as one."""
-    for record in (state or {}).get("basic_information") or []:
-        match = re.match(r"\s*(\d{1,3})\b", str(record.get("age", "")))
-        if match:
-            return int(match.group(1))
-    return None
-
-
 def too_young(rule: Rule, state: dict[str, Any] | None) -> bool:
     """Whether the patient is known to be younger than the rule's ``min_age``. An age not yet told keeps the rule
     (recall first: a new headache with jaw pain in a patient of unknown age is raised, and the age is asked)."""
@@ -750,6 +742,21 @@ def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: Rul
     return bool((sims @ rules.context_embeddings[rule.id].T >= rules.screen.fire).any())
 
 
+def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab: Vocabulary) -> bool:
+    """Whether a flag the words raised only by meaning names what the patient has already denied: every ``any_of``
+    condition of its rule is denied in the state or not held, and one is denied ("my eyes aren't red", then "the
+    sight in my right eye went misty", 0.73 from a painful red eye's description). Such a ``possible`` flag is set
+    aside and a firmer one lowered to ``possible`` (:func:`check_text_flags`); a phrase's, or a rule with no
+    ``any_of``, never."""
+    if not state or not rule.any_of:
+        return False
+    if any(e.get("match") != "semantic" for e in flag.evidence):
+        return False
+    denied = [bool(_matches(state, c, vocab, ("negative",))) for c in rule.any_of]
+    held = [bool(_matches(state, c, vocab)) for c in rule.any_of]
+    return any(denied) and not any(held)
+
+
 def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False,
                      state: dict[str, Any] | None = None) -> list[RedFlag]:
     """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
@@ -787,8 +794,15 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
         elif rule.id not in found:
             found[rule.id] = RedFlag(rule.id, rule.message, rule.level, [*held, {"text": text, "match": "context"}])
     for rule in rules.rules:
-        if rule.id in found and too_young(rule, state):
+        if rule.id not in found:
+            continue
+        if too_young(rule, state):
             del found[rule.id]
+        elif denied_before(rule, found[rule.id], state, rules.vocab):  # recall first: a firm match is kept, lowered
+            if found[rule.id].level == "possible":
+                del found[rule.id]
+            else:
+                found[rule.id].level = "possible"
     if relative:
         for flag in found.values():
             for e in flag.evidence:

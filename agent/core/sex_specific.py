@@ -52,11 +52,21 @@ class _Items(BaseModel):
     locations: tuple[str, ...] = ()
 
 
+class _Childbearing(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ages: tuple[int, int]
+    symptom: tuple[str, ...] = ()
+    medical_history: tuple[str, ...] = ()
+    medication: tuple[str, ...] = ()
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     female: _Items
     male: _Items
+    childbearing: _Childbearing | None = None
 
 
 class SexSpecific:
@@ -70,6 +80,20 @@ class SexSpecific:
                             for base in ("symptom", "medical_history", "medication")}
                       for sex in SEXES}
         self._places = {sex: frozenset(_part(p) for p in getattr(table, sex).locations) for sex in SEXES}
+        years = table.childbearing
+        self._ages = years.ages if years is not None else None
+        self._childbearing = {base: frozenset(k for v in (getattr(years, base) if years else ()) for k in
+                                              self._ids(base, v)) for base in ("symptom", "medical_history",
+                                                                               "medication")}
+
+    def past_childbearing(self, base: str, value: str, state: dict[str, Any]) -> bool:
+        """Whether ``value`` is an item of the childbearing years (pregnancy, missed periods, the pill) and the
+        patient's stated age is outside them: a 71-year-old woman is not asked whether she could be pregnant. An age
+        not yet told keeps the item."""
+        age = cmas.patient_age(state)
+        if self._ages is None or age is None or self._ages[0] <= age <= self._ages[1]:
+            return False
+        return bool(set(self._ids(base, value)) & self._childbearing.get(base, frozenset()))
 
     def of_item(self, base: str, value: str, locations: Iterable[str] = ()) -> Sex | None:
         """The sex ``value`` (of slot type ``base``, at ``locations``) is specific to: a listed value, a located pain
@@ -116,9 +140,9 @@ def load_sex_specific(path: str | Path = DEFAULT_PATH, vocab: Vocabulary | None 
         table = _Table.model_validate(raw)
     except ValidationError as exc:
         raise SexSpecificError(f"{path}: {exc}") from None
-    for sex in SEXES:
+    for sex in (*SEXES, "childbearing"):
         items = getattr(table, sex)
-        for base in ("symptom", "medical_history", "medication"):
+        for base in ("symptom", "medical_history", "medication") if items is not None else ():
             for value in getattr(items, base):
                 if vocab.canonical(base, value) is None:
                     raise SexSpecificError(f"{path}: {sex}.{base}: {value!r} is not a {base} value of the vocabulary")

@@ -219,12 +219,13 @@ def screen_timing(card: CaseCard, st: InterviewState, vocab: Vocabulary,
             continue
         for a in screen.ask:
             items[Question(a.base, a.value, "location", a.location) if a.location else Question(a.base, a.value)] = None
-    # an item only the other sex has is no part of this patient's screen (the policy leaves it out once the sex is
-    # told, and the clinician's summary marks it not applicable)
+    # an item only the other sex has, or one of the childbearing years past them, is no part of this patient's screen
+    # (the policy leaves it out once the sex or the age is told, and the clinician's summary marks it not applicable)
     sexes = default_sex_specific()
     sex = sexes.patient_sex(st.patient_state)
-    other = [q for q in items if sex is not None and (only := sexes.of_item(
-        q.base, q.value, q.values if q.check == "location" else ())) is not None and only != sex]
+    other = [q for q in items if (sex is not None and (only := sexes.of_item(
+        q.base, q.value, q.values if q.check == "location" else ())) is not None and only != sex)
+        or sexes.past_childbearing(q.base, q.value, st.patient_state)]
     for q in other:
         del items[q]
     known = next((t.index for t in st.patient_turns()

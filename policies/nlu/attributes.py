@@ -130,7 +130,11 @@ _NOT_ENDED = re.compile(r"(?:\bnever|\bnot|n't|\bwon't|\bhasn't|\bhaven't|\bdoes
 
 def episode_ended(text: str) -> bool:
     """Whether ``text`` tells that an episode ended or how long it lasts (:data:`_EPISODE_END`); "it never goes away"
-    and "it hasn't stopped" tell the opposite."""
+    and "it hasn't stopped" tell the opposite. A sentence opened by the day it happened, with a "for" span, tells
+    how long it lasted: "Yesterday the sight in my right eye went grey for a few minutes" began yesterday (the day
+    is its onset, :data:`_DAY_OPENING`), not a few minutes ago."""
+    if _DAY_OPENING.search(text) and _FOR_SPAN.search(text):
+        return True
     return any(not _NOT_ENDED.search(text[:m.start()]) for m in _EPISODE_END.finditer(text))
 
 _FREQ = [

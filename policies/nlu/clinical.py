@@ -19,7 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent.core import cmas
-from agent.core.clinical_text import GUARDED_SEX, REPORTING_VERBS, as_the_patient, default_clause_reader, spoken_for
+from agent.core.clinical_text import (
+    GUARDED_SEX,
+    REPORTING_VERBS,
+    as_the_patient,
+    default_clause_reader,
+    spoken_for,
+    without_echoes,
+)
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import disclosures
@@ -103,6 +110,7 @@ class ClinicalNLU:
         ``proxy``: the relative a guardian speaks for (``agent.core.clinical_text.spoken_for``), who is the patient;
         what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
+        text = without_echoes(text)  # "Pregnant? I'm 71!": the echoed question is no answer
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None

@@ -488,3 +488,18 @@ def test_a_weak_match_to_what_the_patient_denied_is_not_raised(store):
     assert "sudden_visual_loss" in flags, flags
     session = talk(store, "This morning the vision in my left eye went misty and grey for a few minutes.")
     assert "sight_threatening_red_eye" in [f["id"] for f in session.state().red_flags]  # not denied: raised
+
+
+@pytest.mark.parametrize(("said", "values"), [
+    ("He's always thirsty and he's peeing all the time, even up in the night to pee.",
+     {"polydipsia", "polyuria", "nocturia"}),
+    ("I keeled... no, I was out cold on the bathroom floor for a minute.", {"syncope"}),
+])
+def test_thirst_night_weeing_and_being_out_cold_in_everyday_words(said, values):
+    """NHS Health A-Z words for the symptoms of diabetes ("very thirsty", "peeing more than usual, particularly at
+    night") and for a faint ("out cold"): each is its symptom (dev set 2's DKA and syncope stories had none)."""
+    from eval.runs.nlu_check import build_nlu
+
+    frames = build_nlu()[0].read(said, [], {}, "").frames
+    found = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
+    assert values <= found, frames

@@ -1202,3 +1202,18 @@ def test_a_day_said_first_is_the_onset_and_its_for_span_how_long_it_lasted(said,
 
     assert attr.onset(said.lower()) == onset
     assert attr.duration(said.lower()) == lasted
+
+
+def test_a_bare_ache_answers_the_pain_just_asked_about_where_it_was(nlu):
+    """A walkthrough: asked how her headache felt, a patient who had since spoken of her jaw and her eye said "It's a
+    dull throbbing ache, about a 6": the severity went to the jaw pain and the headache moved to the eye. A bare pain
+    word in a reply answers the pain whose attributes were asked (``mentions.resolve_pain``), and its "it" is that
+    complaint, where the state already has it (``details.place_from_before``)."""
+    state = {"positive_symptom": [{"value": "headache", "location": ["forehead"]}, {"value": "jaw pain"},
+                                  {"value": "eye redness", "location": ["left eye"]}]}
+    asked = [{"action": "inquire", "symptom": [{"value": "headache", "checks": [{"type": "positive_characteristics"},
+                                                                                {"type": "severity"}]}]}]
+    frames = nlu.frames("It's a sharp stabbing pain, maybe an 8.", asked, state)
+    items = {i["value"]: i for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
+    assert items.get("headache", {}).get("severity") == "8", frames
+    assert "jaw pain" not in items and "left eye" not in items["headache"].get("location", []), frames

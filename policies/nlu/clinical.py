@@ -129,7 +129,8 @@ class ClinicalNLU:
         asked = asked_items(last_actions or [])
         if doctor and _RATE.search(doctor.lower()):
             asked = [(b, v, [*c, {"type": "severity"}]) if b == "symptom" else (b, v, c) for b, v, c in asked]
-        resolve_pain(mentions, state, self.lexicon.locations)
+        resolve_pain(mentions, state, self.lexicon.locations,
+                     asked=[v for b, v, checks in asked if b == "symptom" and checks])  # its attributes were asked
         resolve_blood(mentions, text, state)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)

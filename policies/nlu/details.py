@@ -152,10 +152,17 @@ class DetailReader:
         for m in mentions:
             if m.base != "symptom" or not self.locatable(m.value) or m.sent < 0:  # "They're not swollen": there too
                 continue
-            if self._it_places_nothing(m.sentence):
+            if self._it_places_nothing(m.sentence) and not self._placed_before(m.value, state):
                 item = frame.item("symptom", m.value, mention_status(m))
                 if not item.get("location"):
                     set_attr(item, "location", place)
+
+    def _placed_before(self, value: str, state: dict) -> bool:
+        """Whether the state already places the complaint itself: its "it" is then that complaint, where it was ("It's
+        a dull throbbing ache", of the temple's headache, is not in the eye the patient last spoke of)."""
+        return any(isinstance(it.get("location"), list) and it["location"]
+                   and self.vocab.same("symptom", str(it.get("value", "")), value)
+                   for it in state.get("positive_symptom") or [])
 
     def details_of_clauses(self, frame: Frame, mentions: list[Mention], asked_checks: set[str],
                            sents: Sequence[str] = ()) -> None:

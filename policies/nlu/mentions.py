@@ -8,7 +8,7 @@ uncertain) and whether a relative is the subject ("my brother had a heart attack
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -340,8 +340,10 @@ def pain_kind(value: str) -> bool:
     return value != "pain" and names_a_pain(value)
 
 
-def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None) -> None:
-    """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the
+def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None,
+                 asked: Sequence[str] = ()) -> None:
+    """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the one
+    the doctor just asked about (``asked``: "How would you describe the headache?" - "a dull throbbing ache"), else the
     latest one in the state ("I take ibuprofen for the pain" after chest pain is about the chest pain). An ache of
     its own name (a headache) takes a bare "ache" only from a sentence that names no body part (``places``, the
     lexicon's locations): "it's a dull pressing ache" of a headache is the headache, not a second pain to take a
@@ -354,7 +356,8 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
                 m.value = SITE_VALUES[site]
     specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
     known = [it["value"] for it in state.get("positive_symptom") or [] if pain_kind(str(it.get("value", "")))]
-    target = specific[0] if specific else known[-1] if known else None
+    asked_pains = [v for v in asked if pain_kind(v)]
+    target = specific[0] if specific else asked_pains[0] if asked_pains else known[-1] if known else None
     if target is None:
         return
     for m in mentions:

@@ -1217,3 +1217,17 @@ def test_a_bare_ache_answers_the_pain_just_asked_about_where_it_was(nlu):
     items = {i["value"]: i for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
     assert items.get("headache", {}).get("severity") == "8", frames
     assert "jaw pain" not in items and "left eye" not in items["headache"].get("location", []), frames
+
+
+@pytest.mark.parametrize(("said", "skin"), [
+    ("The back of my throat has yellow spots all over the tonsils.", False),  # a tonsillitis' exudate, no rash
+    ("I've come out in little red spots all over my chest.", True),
+])
+def test_a_skin_word_said_of_a_part_with_no_skin_names_no_rash(nlu, said, skin):
+    """An end-to-end card (a tonsillitis): "white spots on the tonsils" was read by meaning as a skin rash, which moved
+    the interview to the rash plan, whose history then denied the sore throat. A skin symptom found by meaning in a
+    clause that names only parts with no skin (tonsils, throat, tongue, gums) is elsewhere
+    (``concepts._INSIDE_PARTS``); spots on the chest are still a rash."""
+    frames = nlu.frames(said, [], {})
+    values = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
+    assert bool(values & {"skin rash", "dermatologic problem"}) is skin, frames

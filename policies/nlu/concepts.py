@@ -98,6 +98,12 @@ speech"), so the function's name is also compared alone ("speech": 0.64 from "sl
 what it finds (:data:`_WORKS_NORMALLY`). A body part is no function ("my tummy's fine" names no complaint of it)."""
 
 
+_SKIN_VALUE = re.compile(r"\b(?:rash|skin|dermat\w*|urticaria|hives|eczema|psoriasis|blisters?|itch\w*)\b", re.I)
+_INSIDE_PARTS = frozenset({"tonsil", "tonsils", "throat", "tongue", "gums", "gum", "palate", "back of my throat"})
+"""Parts with no skin: a skin symptom's words said of them ("white spots on the tonsils", a tonsillitis) name
+something else (a rash moved a sore throat to the rash plan, whose history then denied the sore throat)."""
+
+
 _PAIN_QUALITY = frozenset("""dull sharp burning stabbing throbbing aching ache aches pain pains constant gnawing nagging
 crampy cramping heavy tight shooting niggling deep mild bad terrible awful horrible really little bit kind sort
 horrid nasty""".split())
@@ -304,6 +310,9 @@ class ConceptMatcher:
         ("It's red and it's hot", of a swollen shin asked about): the words matched by meaning are the same, the
         place is not."""
         said = set(phrase_hits(clause.lower(), self.lexicon.locations))
+        where = said - {"whole body"} - ({"back"} if re.search(r"\bback of\b", clause, re.I) else set())
+        if where and _SKIN_VALUE.search(value) and where <= _INSIDE_PARTS:  # "all over", "the back of": no part
+            return True  # "white spots on the tonsils" is no skin rash: the skin is not where they are
         named = set(phrase_hits(f"{value} {reference}".lower(), self.lexicon.locations))
         if named and not said and _ANAPHOR.match(clause_core(clause)):
             return True  # "It's red and it's hot": "it" is what was said before (a swollen shin), not an eye

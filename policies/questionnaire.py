@@ -58,10 +58,10 @@ GROUPED_FOLLOWUPS = ("medication",)
 and whether it helped is one question of them all ("What do you take the metformin and the statin for, and have they
 helped?"), where a turn a medicine spent three turns on one topic."""
 DRUG_ALLERGY = Question("medical_history", "drug allergy")
-"""Asked with the past conditions or, where their last question has no room left, with the medicines ("Are you taking
-metformin or any other medicines, and have you ever had an allergic reaction to a medicine?"): history-taking guides
-take it with either, and asked after a plan's long list of conditions it was a turn of its own in a quarter of the
-simulated interviews."""
+"""Asked with the medicines where their question has room ("Are you taking metformin or any other medicines, and have
+you ever had an allergic reaction to a medicine?"), else with the past conditions: history-taking guides take it with
+either, and asked after a plan's long list of conditions it was a turn of its own in a quarter of the simulated
+interviews."""
 SOCIAL = ("occupation", "residence", "travel")
 """Record slots a clinician asks about as one topic, the social history ("what do you do for work, who is at home,
 any travel lately?"): a plan's travel risk factor and the general work and home questions share a turn."""
@@ -597,8 +597,8 @@ class QuestionnairePolicy:
                     yield Candidate("risk_factors", found)
 
     def _allergy_topic(self, ctx: TurnContext, plan: Plan, general: list[Question]) -> str:
-        """The history topic :data:`DRUG_ALLERGY` is asked with: the past conditions where their last question has
-        room for it, else the medicines where theirs has, else the past conditions (a question of its own)."""
+        """The history topic :data:`DRUG_ALLERGY` is asked with: the medicines where their last question has room
+        for it (the drug history), else the past conditions (with room there, or a question of its own)."""
         def room(topic: str) -> bool:
             qs = [q for a in plan.risk_factors if history_topic(a.base, a.value) == topic
                   if (q := self._ask(ctx.state, a)) is not None]
@@ -607,9 +607,9 @@ class QuestionnairePolicy:
                      and not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)}
             return len(named) % PLAN_GROUP != 0
 
-        if room("medical_history") or not any(a.base == "medication" for a in plan.risk_factors):
-            return "medical_history"
-        return "medication" if room("medication") else "medical_history"
+        if any(a.base == "medication" for a in plan.risk_factors) and room("medication"):
+            return "medication"
+        return "medical_history"
 
     def _decisive_record(self, state: dict, a: Ask) -> Question | None:
         from agent.core.ontology import find_item

@@ -1231,3 +1231,13 @@ def test_a_skin_word_said_of_a_part_with_no_skin_names_no_rash(nlu, said, skin):
     frames = nlu.frames(said, [], {})
     values = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
     assert bool(values & {"skin rash", "dermatologic problem"}) is skin, frames
+
+
+def test_a_denied_pain_is_not_the_pain_talked_about(nlu):
+    """A walkthrough (pancreatitis with haematemesis): "No chest pain, heart's fine. The pain's easier if I sit up"
+    made "the pain" the denied chest pain, positive, and raised the heart-attack flag. A denied pain is not the one
+    "the pain" stands for (``mentions.resolve_pain``): it is the abdominal pain already told."""
+    state = {"positive_symptom": [{"value": "abdominal pain", "location": ["abdomen"]}]}
+    frames = nlu.frames("No pain in my chest at all. The pain gets better when I curl up.", [], state)
+    pos = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
+    assert "chest pain" not in pos, frames

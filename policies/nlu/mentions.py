@@ -354,7 +354,8 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
             said = set(_body_parts(parts.get(id(m), m.sentence), places))
             if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := site_of(said.pop())):
                 m.value = SITE_VALUES[site]
-    specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value)]
+    # a pain the patient denies is not the one being talked about: "No chest pain. The pain's easier if I lean forward"
+    specific = [m.value for m in mentions if m.base == "symptom" and pain_kind(m.value) and m.status != "negative"]
     known = [it["value"] for it in state.get("positive_symptom") or [] if pain_kind(str(it.get("value", "")))]
     asked_pains = [v for v in asked if pain_kind(v)]
     target = specific[0] if specific else asked_pains[0] if asked_pains else known[-1] if known else None

@@ -36,6 +36,12 @@ recognise recognised recognising recognize recognized recognizing
 """.split())
 """Verbs of what a part or a person does: negated, they say a loss of function ("my hand won't grip", "the words
 aren't coming out"), which is the complaint and no denial of it."""
+YOUNG_PEOPLE = ("child", "kid", "baby", "toddler", "teenager", "teen", "boy", "girl", "youngster", "infant")
+"""What a person was when a past event happened ("a fit as a toddler", "when I was a little girl"): the childhood cues
+of ConText here, the NLU's onset in the patient's words (``policies.nlu.attributes``) and the red-flag screen's long
+past (``agent.core.safety.onset_days``) read the same words."""
+YOUNG = rf"(?:a |an )?(?:little |small )?(?:{'|'.join(YOUNG_PEOPLE)})"
+"""One of :data:`YOUNG_PEOPLE` as said ("a little girl", "an infant"), as a regular expression."""
 LOST_FACULTIES = frozenset("""hearing sight vision eyesight feeling sensation movement power strength grip voice
 balance taste smell""".split())
 """Nouns of what a part or a person can do: after "no" they say its loss ("no hearing in my left ear", "no feeling in
@@ -172,8 +178,8 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
         {"LOWER": {"IN": ["i", "i'm", "i've", "i'd", "i’m", "i’ve", "me", "myself"]}}]))
     # The patient's past, said as people say it (medspaCy's HISTORICAL cues are written for notes: "h/o").
-    young = ["a child", "a kid", "a teenager", "a baby", "a toddler", "a boy", "a girl", "a little boy",
-             "a little girl", "a youngster", "a student", "at school"]
+    young = [*(f"{'an' if w[0] in 'aeiou' else 'a'} {w}" for w in YOUNG_PEOPLE), "a little boy", "a little girl",
+             "a student", "at school"]
     hist_fwd = ["in the past", "used to", "back in", "years ago i", "a long time ago", "when i was younger",
                 "when i was little", "when i was small", "once before", "previously",
                 *(f"as {y}" for y in young if y != "at school"), *(f"when i was {y}" for y in young)]

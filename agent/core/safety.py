@@ -25,7 +25,14 @@ import yaml
 
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
-from agent.core.clinical_text import ClauseReader, PhraseFinder, as_the_patient, default_clause_reader, near_misses
+from agent.core.clinical_text import (
+    YOUNG,
+    ClauseReader,
+    PhraseFinder,
+    as_the_patient,
+    default_clause_reader,
+    near_misses,
+)
 from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss
@@ -387,8 +394,7 @@ _AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "fou
                            "a few": 3, "several": 4}
 _AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
-_LONG_AGO = re.compile(r"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|as an? (?:little |small )?"
-                       r"(?:child|kid|baby|toddler|teenager|teen|boy|girl|youngster|infant)|when (?:i|he|she) was|"
+_LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|as {YOUNG}|when (?:i|he|she) was|"
                        r"in (?:my|his|her) (?:childhood|teens))\b")
 """A time long past said without a number ("years ago", "ages ago") or as a time of life ("as a child", "when I was
 six", the NLU's onset in the patient's words): counted as two years."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from agent.core.clinical_text import YOUNG
 from agent.core.numbers import with_digits
 
 _SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
@@ -83,9 +84,8 @@ _WOKE_WITH = re.compile(
 """An onset said as the waking that found it ("I woke up this morning and I can't hear", "woke up with it yesterday"):
 the patient's words for when it began, as a sudden loss's red flag needs them."""
 
-_YOUNG = r"(?:a |an )?(?:little |small )?(?:child|kid|baby|toddler|teenager|teen|boy|girl|youngster|infant)"
 _CHILDHOOD = re.compile(
-    rf"\b(as {_YOUNG}|when (?:i|he|she) was (?:{_YOUNG}|(?:about |around |only |just |maybe )?"
+    rf"\b(as {YOUNG}|when (?:i|he|she) was (?:{YOUNG}|(?:about |around |only |just |maybe )?"
     rf"(?:\d{{1,2}}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
     rf"sixteen|seventeen|eighteen|nineteen)|little|small|young|younger)|in (?:my|his|her) (?:childhood|teens))\b"
 )

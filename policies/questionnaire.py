@@ -68,10 +68,13 @@ any travel lately?"): a plan's travel risk factor and the general work and home 
 
 
 def open_tail(cand: Candidate, picked: list[Candidate]) -> bool:
-    """Whether ``cand`` is the open "any other ...?" of a history group that names items of its slot type: said as the
-    end of their question ("... or any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), it is no item of
-    its own against the group's limit."""
+    """Whether ``cand`` is a tag question that ends a turn's questions without counting against its limit: the open
+    "any other ...?" of a history group that names items of its slot type (said as the end of their question, "... or
+    any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), or :data:`PAST_EPISODES` after the complaint's
+    last questions ("... and have you had anything like this before?"), which a turn of its own spent on a yes or no."""
     q = cand.question
+    if q == PAST_EPISODES and cand.group is not None and cand.group.startswith("complaint:"):
+        return any(p.group == cand.group for p in picked)
     return (cand.group is not None and q.check is None and q.value.casefold() in cmas.OPEN_VALUES
             and any(p.question.base == q.base and p.question.value.casefold() not in cmas.OPEN_VALUES
                     and p.question.check is None for p in picked))
@@ -94,6 +97,14 @@ class Section:
     stage: str
     ask: list[Question]
     followup: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    followup_skip: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    """(slot type, value) -> follow-ups not asked of that item: how long someone has drunk coffee or alcohol tells a
+    clinician little (quantity and frequency are the AUDIT-C questions), how long they smoked gives the pack-years."""
+
+    def followups(self, base: str, value: str, vocab: Vocabulary) -> tuple[str, ...]:
+        """The follow-up checks asked of a positive ``value`` of slot type ``base``."""
+        skip = next((c for (b, v), c in self.followup_skip.items() if b == base and vocab.same(base, v, value)), ())
+        return tuple(c for c in self.followup.get(base, ()) if c not in skip)
 
 
 @dataclass
@@ -111,6 +122,8 @@ class QuestionnaireConfig:
     sections: list[Section]
     wrap_up: bool = True
     two_a_turn: tuple[str, ...] = ()  # symptoms whose attributes are asked at most two a turn
+    scored: tuple[str, ...] | None = None  # symptoms asked for a 1-10 score (severity); None: every symptom
+    episodic: tuple[str, ...] | None = None  # symptoms asked how long each episode lasts (duration); None: every one
     after_plan: list[list[Question]] | None = None  # with a plan: the general history asked, in groups; None: sections
     plans: dict[str, Plan] | None = None  # presentation plans by id; None: the review of systems only
     plans_dir: Path | None = None
@@ -188,7 +201,7 @@ def load_questionnaire_config(
         raise _fail(str(path), f"unknown keys {sorted(unknown)}")
     hpi = raw.get("hpi") or {}
     if unknown := set(hpi) - {"checks", "secondary_checks", "location_for", "extra_checks", "skip_checks",
-                                "two_a_turn", "check_values"}:
+                                "two_a_turn", "check_values", "scored", "episodic"}:
         raise _fail("hpi", f"unknown keys {sorted(unknown)}")
     n = raw.get("questions_per_turn", 2)
     if not isinstance(n, int) or n < 1:
@@ -213,15 +226,22 @@ def load_questionnaire_config(
     for stage, sec in (raw.get("sections") or {}).items():
         if stage in STAGES:
             raise _fail(f"sections.{stage}", "a section may not reuse a built-in stage name")
-        if not isinstance(sec, dict) or set(sec) - {"ask", "followup"}:
-            raise _fail(f"sections.{stage}", "expected a mapping with 'ask' and optional 'followup'")
+        if not isinstance(sec, dict) or set(sec) - {"ask", "followup", "followup_skip"}:
+            raise _fail(f"sections.{stage}", "expected a mapping with 'ask' and optional 'followup', 'followup_skip'")
         ask = [_slot_question(e, vocab, f"sections.{stage}.ask.{i}") for i, e in enumerate(sec.get("ask") or [])]
         followup = {}
         for base, checks in (sec.get("followup") or {}).items():
             if base not in cmas.SLOTS:
                 raise _fail(f"sections.{stage}.followup", f"unknown slot type {base!r}")
             followup[base] = _checks(base, checks, f"sections.{stage}.followup.{base}")
-        sections.append(Section(stage, ask, followup))
+        skips = {}
+        for entry, checks in (sec.get("followup_skip") or {}).items():
+            where = f"sections.{stage}.followup_skip.{entry}"
+            base, _, value = str(entry).partition(": ")
+            if base not in followup:
+                raise _fail(where, f"expected '<slot type>: <value>' of a slot type the section follows up: {entry!r}")
+            skips[(base, _value(base, value, vocab, where))] = _checks(base, checks, where)
+        sections.append(Section(stage, ask, followup, skips))
 
     return QuestionnaireConfig(
         after_plan=_after_plan(raw.get("after_plan"), sections),
@@ -236,6 +256,8 @@ def load_questionnaire_config(
             for k, v in (hpi.get("extra_checks") or {}).items()
         },
         two_a_turn=tuple(_value("symptom", v, vocab, "hpi.two_a_turn") for v in hpi.get("two_a_turn") or ()),
+        scored=_symptom_list(hpi, "scored", vocab),
+        episodic=_symptom_list(hpi, "episodic", vocab),
         skip_checks={
             _value("symptom", k, vocab, "hpi.skip_checks"): _checks("symptom", v, f"hpi.skip_checks.{k}")
             for k, v in (hpi.get("skip_checks") or {}).items()
@@ -251,6 +273,16 @@ def load_questionnaire_config(
         wrap_up=bool(raw.get("wrap_up", True)),
         **_plans(raw.get("plans"), Path(path), vocab),
     )
+
+
+def _symptom_list(hpi: dict, key: str, vocab: Vocabulary) -> tuple[str, ...] | None:
+    """``hpi.<key>``: a list of symptom values; absent: None (the check is asked of every symptom)."""
+    if key not in hpi:
+        return None
+    raw = hpi[key]
+    if not isinstance(raw, list):
+        raise _fail(f"hpi.{key}", f"expected a list of symptom values, got {raw!r}")
+    return tuple(_value("symptom", v, vocab, f"hpi.{key}.{i}") for i, v in enumerate(raw))
 
 
 def _after_plan(raw: object, sections: list[Section]) -> list[list[Question]] | None:
@@ -353,6 +385,14 @@ class QuestionnairePolicy:
 
     # -- candidate questions, in interview order
 
+    def fits(self, value: str, check: str) -> bool:
+        """Whether attribute ``check`` is one a clinician asks of symptom ``value``: a 1-10 score only of a ``scored``
+        symptom (numeric rating scales are for pain and breathlessness; "rate your weight gain" is not a question),
+        how long each episode lasts only of an ``episodic`` one (a constant ache has no episodes). Plans and the
+        configured checks both pass through it, so the rule has one home."""
+        allowed = {"severity": self.config.scored, "duration": self.config.episodic}.get(check)
+        return allowed is None or any(self.vocab.same("symptom", v, value) for v in allowed)
+
     def hpi_questions(self, item: dict, secondary: bool = False) -> list[Question]:
         """The attribute questions about one positive symptom, in clinical order; a symptom found by
         screening (``secondary``) gets the shorter ``secondary_checks`` list."""
@@ -370,7 +410,8 @@ class QuestionnairePolicy:
                 checks.extend(extra)
         if "characteristics" not in order and not secondary:
             checks.extend(extra)
-        return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks) if c not in skip]
+        return [Question("symptom", value, c, values.get(c, ())) for c in dict.fromkeys(checks)
+                if c not in skip and self.fits(value, c)]
 
     def candidates(self, ctx: TurnContext, plan: Plan | None = None) -> Iterator[Candidate]:
         """Every question the interview may still ask, in order; ``plan``: the presentation plan of the turn
@@ -419,14 +460,14 @@ class QuestionnairePolicy:
         for sec in cfg.sections:
             for q in () if short else sec.ask:
                 yield Candidate(sec.stage, q)
-            for base, checks in sec.followup.items():
+            for base in sec.followup:
                 for item in state.get(f"positive_{base}") or []:
                     value = item.get("value")
                     if not isinstance(value, str) or value.casefold() in cmas.OPEN_VALUES:
                         continue
                     if not any(b == base and self.vocab.same(base, v, value) for b, v in decided):
                         group = f"followup:{base}" if base in GROUPED_FOLLOWUPS else None
-                        for c in checks:
+                        for c in sec.followups(base, value, self.vocab):
                             yield Candidate(sec.stage, Question(base, value, c), group)
 
     # -- a presentation plan's interview
@@ -469,11 +510,16 @@ class QuestionnairePolicy:
         return None
 
     def _characterise(self, plan: Plan, item: dict, secondary: bool = False) -> list[Question]:
+        """The attribute questions about ``item`` under ``plan``: the plan's checks of it, else the configured ones;
+        ``secondary`` (a problem that is not the presentation) keeps of the plan's only ``hpi.secondary_checks``,
+        where, how bad and which way it goes, in the plan's order."""
         checks = self._plan_checks(plan, item)
         if checks is None:
             return self.hpi_questions(item, secondary)
+        if secondary:
+            checks = tuple(c for c in checks if c in self.config.secondary_checks) or checks
         values = self._lookup(self.config.check_values, item["value"]) or {}
-        return [Question("symptom", item["value"], c, values.get(c, ())) for c in checks]
+        return [Question("symptom", item["value"], c, values.get(c, ())) for c in checks if self.fits(item["value"], c)]
 
     def _ask(self, state: dict, a: Ask) -> Question | None:
         """The screening question of a plan item: whether the patient has it, for a located item whether they have it
@@ -507,8 +553,9 @@ class QuestionnairePolicy:
         safety comes first, but the presentation, and the review that tells its causes apart, stay the patient's
         first one (a tension headache mentioned at "anything else?" does not start a second full history).
         ``opening``: :meth:`opening_plan`, computed once a turn by :meth:`candidates`."""
-        yield from self.complaint_part(ctx, plan)
-        if opening is not None and opening.id != plan.id:
+        later = opening is not None and opening.id != plan.id
+        yield from self.complaint_part(ctx, plan, later=later)
+        if later:
             yield from self.complaint_part(ctx, opening)
             yield from self.review_part(ctx, opening)
         else:
@@ -523,11 +570,13 @@ class QuestionnairePolicy:
             return None
         return choose_plan(ctx.state, self.config.plans, chief_complaint=complaint[:1], vocab=self.vocab)
 
-    def complaint_part(self, ctx: TurnContext, plan: Plan) -> Iterator[Candidate]:
+    def complaint_part(self, ctx: TurnContext, plan: Plan, later: bool = False) -> Iterator[Candidate]:
         """The complaint's first checks (to its onset), the plan's red-flag screen (a slot type's items together, then
         each positive's decisive check), the rest of the complaint's characterisation. Other problems the patient
         named unprompted get the short history; a symptom the patient has only because a question named it gets its
-        decisive check (in the associated groups), never a second full characterisation."""
+        decisive check (in the associated groups), never a second full characterisation. ``later``: the plan is not the
+        opening complaint's (a new problem named, or a red flag): its complaint gets the short history too, since the
+        presentation stays the patient's first one (:meth:`plan_candidates`)."""
         state = ctx.state
         positives = self._positive_symptoms(state)
         complaint = self.chief_complaint(ctx)
@@ -535,7 +584,7 @@ class QuestionnairePolicy:
         named = [it for it in mains if it["value"] in complaint]  # the plan's complaints, said unprompted
         others = [it for it in positives if it["value"] in complaint and it not in mains]  # named, not the plan's
         first = (named or mains or others)[:1]
-        main_qs = self._characterise(plan, first[0]) if first else []
+        main_qs = self._characterise(plan, first[0], secondary=later) if first else []
         n = self.config.questions_per_turn
         at = next((i for i, q in enumerate(main_qs) if q.check == "onset"), None)
         head = main_qs[:n] if at is None or at < n else [*main_qs[:n - 1], main_qs[at]]  # one turn, onset in it
@@ -561,7 +610,7 @@ class QuestionnairePolicy:
             yield Candidate("hpi", PAST_EPISODES, rest)
         for item in named:
             if item is not first[0]:
-                for q in self._characterise(plan, item):
+                for q in self._characterise(plan, item, secondary=later):
                     yield Candidate("hpi", q)
         for item in others:  # other problems the patient named themselves get the short history
             if item is not first[0]:
@@ -576,9 +625,9 @@ class QuestionnairePolicy:
         systems = dict.fromkeys(g.system for g in plan.associated)
         for system in systems:  # a system's groups pack together, up to three items a turn, then their one checks
             asks = [a for g in plan.associated if g.system == system for a in g.ask]
-            for a in asks:
-                if (q := self._ask(state, a)) is not None:
-                    yield Candidate("associated_symptoms", q, f"group:{system}")
+            qs = [q for a in asks if (q := self._ask(state, a)) is not None]
+            for q in [*qs, *self._room_fillers(ctx, system, qs)]:
+                yield Candidate("associated_symptoms", q, f"group:{system}")
             for a in asks:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("associated_symptoms", q)
@@ -595,6 +644,22 @@ class QuestionnairePolicy:
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
                     yield Candidate("risk_factors", found)
+
+    def _room_fillers(self, ctx: TurnContext, system: str, qs: list[Question]) -> list[Question]:
+        """The system's screening symptoms (``systems`` of the config) that fill the room the last question of a plan's
+        group for ``system`` leaves ("any palpitations?" becomes "any palpitations, chest pain or fainting?"): the
+        turn is spent anyway, and a pertinent negative of the same system costs the patient a word. Nothing when the
+        group has no open question left, so a filler never takes a turn of its own."""
+        def is_open(q: Question) -> bool:
+            return not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)
+
+        room = -sum(1 for q in dict.fromkeys(qs) if is_open(q)) % PLAN_GROUP
+        if not room or not any(is_open(q) for q in qs):
+            return []
+        named = {q.value for q in qs}
+        fillers = [q for q in self.config.systems.get(system, ())
+                   if not any(self.vocab.same(q.base, q.value, v) for v in named) and is_open(q)]
+        return fillers[:room]
 
     def _allergy_topic(self, ctx: TurnContext, plan: Plan, general: list[Question]) -> str:
         """The history topic :data:`DRUG_ALLERGY` is asked with: the medicines where their last question has room

@@ -217,16 +217,24 @@ a clinician does ("When did it start, and did it come on suddenly?"), so the pat
 
 def join_questions(sentences: list[tuple[str, bool, bool]]) -> list[tuple[str, bool, bool]]:
     """(text, is a question, opens its group) sentences with adjacent questions joined, the shortest pair first,
-    until at most :data:`MAX_QUESTIONS` question sentences remain (a joined sentence is not joined again)."""
-    out = [(text, question, opens, False) for text, question, opens in sentences]
+    until at most :data:`MAX_QUESTIONS` question sentences remain. A joined sentence is joined again only when no
+    pair of single questions is left, as a list ("does anything make it better or worse, how often do you get it,
+    and have you had anything like this before?"), so no sentence asks more than three things."""
+    out = [(text, question, opens, 1) for text, question, opens in sentences]
     while sum(q for _, q, _, _ in out) > MAX_QUESTIONS:
-        pairs = [(len(out[i][0]) + len(out[i + 1][0]), i) for i in range(len(out) - 1)
-                 if out[i][1] and out[i + 1][1] and not out[i][3] and not out[i + 1][3]]
+        adjacent = [i for i in range(len(out) - 1) if out[i][1] and out[i + 1][1] and out[i][3] + out[i + 1][3] <= 3]
+        pairs = ([(len(out[i][0]) + len(out[i + 1][0]), i) for i in adjacent if out[i][3] + out[i + 1][3] == 2]
+                 or [(len(out[i][0]) + len(out[i + 1][0]), i) for i in adjacent])
         if not pairs:
             break
         _, i = min(pairs)
-        (a, _, opens, _), (b, _, _, _) = out[i], out[i + 1]
-        out[i:i + 2] = [(f"{a.rstrip('?')}, and {_lower_first(b)}", True, opens, True)]
+        (a, _, opens, n_a), (b, _, _, n_b) = out[i], out[i + 1]
+        a = a.rstrip("?")
+        if n_a > 1:  # "x, and y" + z -> "x, y, and z"
+            a = a.replace(", and ", ", ", 1)
+        # x + "y, and z" -> "x, y, and z"
+        joined = f"{a}, {_lower_first(b)}" if n_b > 1 else f"{a}, and {_lower_first(b)}"
+        out[i:i + 2] = [(joined, True, opens, n_a + n_b)]
     return [(text, question, opens) for text, question, opens, _ in out]
 
 

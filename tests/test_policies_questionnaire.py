@@ -70,11 +70,12 @@ def test_greets_first_to_elicit_the_chief_complaint(policy):
 
 
 def test_asks_missing_hpi_attributes_of_the_chief_complaint_in_clinical_order(policy):
-    # the patient said: a cough since four days; onset is known, so duration, character and frequency come next
+    # the patient said: a cough since four days; onset is known, so character, frequency and course come next (a
+    # cough has no episodes to time: hpi.episodic)
     state = {"positive_symptom": [{"value": "coughing", "onset": "4 days ago"}]}
     out = policy.next_actions(ctx_of(state, [[{"action": "nod_prompt_salutations"}]]))
     assert out.value == [{"action": "inquire", "symptom": [{"value": "coughing", "checks": [
-        {"type": "duration"}, {"type": "characteristics", "values": ["dry or wet"]}, {"type": "frequency"}]}]}]
+        {"type": "characteristics", "values": ["dry or wet"]}, {"type": "frequency"}, {"type": "progression"}]}]}]
     assert out.meta["stage"] == "hpi"
 
 
@@ -138,10 +139,10 @@ def test_whole_interview_order_on_a_scripted_state_evolution(policy):
         "wrap_up",
         "close",
     ]
-    # the chief complaint's attributes, two turns of three, in hpi.checks order (onset was volunteered)
+    # the chief complaint's attributes in hpi.checks order (onset was volunteered); a cough is neither timed by
+    # episode nor scored from 1 to 10 (hpi.episodic, hpi.scored)
     hpi = [questions_of(a) for a, s in zip(past, stages, strict=True) if s == "hpi"]
-    assert [[q.check for q in qs] for qs in hpi] == [
-        ["duration", "characteristics", "frequency"], ["severity", "progression", "ana_factors"]]
+    assert [[q.check for q in qs] for qs in hpi] == [["characteristics", "frequency", "progression"], ["ana_factors"]]
     # associated symptoms are the respiratory system's, then the related systems (respiratory -> constitutional...)
     first_assoc = questions_of(past[stages.index("associated_symptoms")])
     assert [q.value for q in first_assoc] == ["dyspnea", "colored/excess sputum", "hemoptysis"]

@@ -152,3 +152,13 @@ def test_an_open_other_ends_its_groups_question_and_the_social_history_is_one_qu
     social = [{"action": "inquire", b: [{"value": "other"}]} for b in ("occupation", "residence", "travel")]
     text = say(nlg, social)
     assert text.count("?") == 1 and all(w in text for w in ("work", "live", "travelled"))
+
+
+def test_four_questions_of_one_topic_read_as_two_sentences():
+    """join_questions: a joined pair takes a third question as a list, never a third sentence of its own."""
+    from policies.template_nlg import join_questions
+
+    out = join_questions([("Is it getting worse?", True, True), ("Does anything help?", True, False),
+                          ("How often?", True, False), ("Have you had anything like this before?", True, True)])
+    assert [t for t, _, _ in out] == ["Is it getting worse, does anything help, and how often?",
+                                      "Have you had anything like this before?"]

@@ -136,11 +136,15 @@ def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans
     screen_turns = [i for i, s in enumerate(stages) if s == "red_flag_screen"]
     if plan.red_flag_screen:
         assert screen_turns and screen_turns[0] <= 2 and screen_turns[-1] <= 5, (plan_id, stages[:8])
-    groups = [{(a.base, a.value) for a in g.ask} for g in plan.associated]
+    # a group's items, and the screening symptoms of its system that fill the room its last question leaves
+    fillers = with_plans.config.systems
+    groups = [{(a.base, a.value) for a in g.ask} | {(q.base, q.value) for q in fillers.get(g.system, ())}
+              for g in plan.associated]
     for turn, stage in zip(past, stages, strict=True):
         qs = questions_of(turn)
-        # an open "... or any other medicines?" ends its group's question: no item of its own
-        assert len([q for q in qs if q.value.casefold() not in cmas.OPEN_VALUES]) <= 3
+        # an open "... or any other medicines?" ends its group's question, "had this before?" the complaint's last
+        # questions: no item of their own
+        assert len([q for q in qs if q.value.casefold() not in cmas.OPEN_VALUES and q != PAST_EPISODES]) <= 3
         if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(q.screening for q in qs):
             # one topic a turn (the drug allergy joins the past conditions or the medicines)
             assert any(len({history_topic(q.base, q.value, with_) for q in qs}) == 1
@@ -423,3 +427,73 @@ def test_a_woman_past_the_childbearing_years_is_not_asked_whether_she_could_be_p
     plan = choose_plan(update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first}])), PLANS)
     unanswered = [u for r in screen_result([plan], state, [], with_plans.vocab) for u in r.get("unanswered", [])]
     assert "pregnancy" not in unanswered, unanswered
+
+
+def _checks_asked(policy, state: dict) -> set[tuple[str, str]]:
+    """(symptom, check) of every attribute question the interview may still ask from ``state``."""
+    from agent.core.protocol import TurnContext
+
+    ctx = TurnContext(state=state, past_actions=[[{"action": "nod_prompt_salutations"}]])
+    return {(c.question.value, c.question.check) for c in with_plans_candidates(policy, ctx)
+            if c.question.base == "symptom" and c.question.check}
+
+
+def with_plans_candidates(policy, ctx):
+    return list(policy.open_questions(ctx, policy.plan_for(ctx)))
+
+
+def test_a_score_is_asked_of_pains_and_breathlessness_and_episodes_timed_only_where_they_come_and_go(with_plans):
+    """hpi.scored / hpi.episodic hold for the plans' checks too: tiredness is not rated from 1 to 10 nor timed per
+    episode (the fatigue plan names both), a pain is asked both."""
+    tired = _checks_asked(with_plans, {"positive_symptom": [{"value": "fatigue"}]})
+    assert ("fatigue", "onset") in tired and not {("fatigue", "severity"), ("fatigue", "duration")} & tired
+    pain = _checks_asked(with_plans, {"positive_symptom": [{"value": "chest pain"}]})
+    assert {("chest pain", "severity"), ("chest pain", "duration")} <= pain
+
+
+def test_a_plan_group_with_room_is_filled_from_its_system_and_a_filler_never_takes_a_turn(with_plans, nlg):
+    """The room a plan's associated question leaves is spent on its system's screening symptoms (config ``systems``);
+    when the plan's items are all answered no filler is asked on its own."""
+    from agent.core.protocol import TurnContext
+
+    plan = PLANS["fatigue_weight_loss"]
+    cardio = [a for g in plan.associated if g.system == "cardiovascular" for a in g.ask]
+    state = {"positive_symptom": [{"value": "fatigue", "onset": "2 months ago"}]}
+    ctx = TurnContext(state=state, past_actions=[[{"action": "nod_prompt_salutations"}]])
+    group = [c.question for c in with_plans_candidates(with_plans, ctx) if c.group == "group:cardiovascular"]
+    system = {q.value for q in with_plans.config.systems["cardiovascular"]}
+    assert [q.value for q in group[:len(cardio)]] == [a.value for a in cardio]
+    assert len(group) == 3 and {q.value for q in group[len(cardio):]} <= system
+    answered_all = {**state, "negative_symptom": [{"value": a.value} for a in cardio]}
+    ctx = TurnContext(state=answered_all, past_actions=[[{"action": "nod_prompt_salutations"}]])
+    assert not [c for c in with_plans_candidates(with_plans, ctx) if c.group == "group:cardiovascular"]
+
+
+def test_how_long_someone_has_drunk_is_not_asked_but_how_long_they_smoked_is(with_plans):
+    """sections.habits.followup_skip: alcohol and caffeine get how much and how often; smoking also how long."""
+    from agent.core.protocol import TurnContext
+
+    state = {"positive_symptom": [{"value": "fatigue"}],
+             "positive_habit": [{"value": "alcohol abuse"}, {"value": "smoking"}, {"value": "regular coffee tea"}]}
+    ctx = TurnContext(state=state, past_actions=[[{"action": "nod_prompt_salutations"}]])
+    asked = {(c.question.value, c.question.check) for c in with_plans.open_questions(ctx, None)
+             if c.question.base == "habit" and c.question.check}
+    assert ("smoking", "starting") in asked and ("alcohol abuse", "frequency") in asked
+    assert not {("alcohol abuse", "starting"), ("regular coffee tea", "starting")} & asked
+
+
+def test_a_problem_named_later_gets_the_short_history_and_constipation_no_meningism_screen(with_plans):
+    """Constipation said at "anything else?" by a patient who opened with tiredness: its plan's screen for bleeding,
+    not the meningitis or sepsis screens of vomiting, and of its characterisation only the secondary checks."""
+    from agent.core.protocol import TurnContext
+
+    state = {"positive_symptom": [{"value": "fatigue", "onset": "6 months ago"}, {"value": "constipation"}]}
+    past = [[{"action": "nod_prompt_salutations"}], [{"action": "chit-chat"}]]
+    ctx = TurnContext(state=state, past_actions=past)
+    plan = with_plans.plan_for(ctx)
+    assert plan is not None and plan.id == "vomiting_diarrhoea"
+    cands = with_plans_candidates(with_plans, ctx)
+    screened = {c.question.value for c in cands if c.stage == "red_flag_screen"}
+    assert "melena" in screened and not {"neck stiffness", "photophobia", "oliguria"} & screened
+    checks = [c.question.check for c in cands if c.question.value == "constipation" and c.question.check]
+    assert checks and set(checks) <= set(with_plans.config.secondary_checks)

@@ -197,6 +197,19 @@ def test_agenda_patient_answers_from_its_card_with_gold_frames():
         assert cmas.parse_nlu(r.frames) == r.frames
 
 
+def test_a_retired_patient_says_so_and_when():
+    """A card's occupation with status false and a 'when' ("retired", "retired eleven years ago") is said as a person
+    says it, with the when in the gold frame, whether or not the question asked when."""
+    cards = (("cardiac-exertional-syncope", "retired"), ("cardiac-heart-failure", "retired eleven years ago"))
+    for name, when in cards:
+        sim = AgendaSimulator(load_card(CASES / f"{name}.yaml"), seed=0, volunteer_p=0.0)
+        sim.respond(DoctorTurn("Hello", [{"action": "nod_prompt_salutations"}], 0))
+        reply = sim.respond(ask(("occupation", "other", None)))
+        told = [it for f in reply.frames for it in f["slots"].get("occupation", [])]
+        assert any(it.get("status") == "false" and it.get("when") == when for it in told), told
+        assert "retired" in reply.text
+
+
 def test_agenda_wording_varies_with_the_seed_not_its_facts():
     card = load_card(CASES / "resp-hemoptysis-smoker.yaml")
     turns = [DoctorTurn("Hello", [{"action": "nod_prompt_salutations"}], 0),

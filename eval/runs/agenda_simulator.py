@@ -372,6 +372,22 @@ class AgendaSimulator:
 
     # -- records: travel, occupation, residence, basic information
 
+    def _not_working(self, record: dict, words: dict[str, list[str]]) -> Clause:
+        """A patient not working says how, when the card tells it ("I'm retired", "I retired eight years ago", "I was
+        working until last year"): nobody who retired says only "I'm not working at the moment"."""
+        when = str(record.get("when") or "").strip()
+        frag: dict = {"status": "false"}
+        low = when.casefold()
+        if low == "retired" and words.get("retired"):
+            text = self._choose(words["retired"])
+        elif low.startswith("retired") and words.get("stopped"):
+            text = self._choose(words["stopped"]).format(v=when)
+        elif low.startswith("until") and words.get("until"):
+            text = self._choose(words["until"]).format(v=when)
+        else:
+            return Clause(self._choose(words["false"]), {"occupation": [frag]}, "deny")
+        return Clause(text, {"occupation": [{**frag, "when": when}]}, "deny")
+
     def record_clauses(self, base: str, value: str, checks: list[dict]) -> list[Clause]:
         record = next((it for _, it in self.card.items(base)), None)
         words = self.lex.records.get(base, {})
@@ -408,7 +424,7 @@ class AgendaSimulator:
         out = []
         if base == "occupation":
             if status == "false":
-                out.append(Clause(self._choose(words["false"]), {base: [{"status": "false"}]}, "deny"))
+                out.append(self._not_working(record, words))
                 if record.get("value"):
                     out.append(Clause(self._choose(words["former"]).format(a_value=_article(record["value"])),
                                       {base: [{"value": record["value"]}]}))
@@ -419,7 +435,8 @@ class AgendaSimulator:
                 )
             asked = {c.get("type") for c in checks}
             for key in ("hazards", "exposure", "when"):
-                if record.get(key) and (key in asked or self.rng.random() < self.volunteer_p):
+                said = key == "when" and status == "false"  # told with the not working (_not_working)
+                if record.get(key) and not said and (key in asked or self.rng.random() < self.volunteer_p):
                     tmpl = words["hazards"] if key in ("hazards", "exposure") else words["when"]
                     out.append(Clause(self._choose(tmpl).format(v=record[key]), {base: [{key: record[key]}]}))
             return out or [Clause(self._choose(self.lex.answers.unsure), {}, "unsure")]

@@ -125,6 +125,8 @@ class QuestionnaireConfig:
     scored: tuple[str, ...] | None = None  # symptoms asked for a 1-10 score (severity); None: every symptom
     episodic: tuple[str, ...] | None = None  # symptoms asked how long each episode lasts (duration); None: every one
     after_plan: list[list[Question]] | None = None  # with a plan: the general history asked, in groups; None: sections
+    greeting_asks: tuple[Question, ...] = ()  # asked with the greeting, before the complaint (the age and sex)
+    after_plan_fillers: tuple[Question, ...] = ()  # with a plan: history items asked where a topic's question has room
     plans: dict[str, Plan] | None = None  # presentation plans by id; None: the review of systems only
     plans_dir: Path | None = None
 
@@ -194,7 +196,7 @@ def load_questionnaire_config(
     vocab = vocab or default_vocabulary()
     raw = yaml.safe_load(Path(path).read_text())
     known = {"questions_per_turn", "hpi", "systems", "related_systems", "default_review", "sections", "wrap_up",
-             "plans", "after_plan"}
+             "plans", "after_plan", "after_plan_fillers", "greeting_asks"}
     if not isinstance(raw, dict):
         raise _fail(str(path), "expected a mapping")
     if unknown := set(raw) - known:
@@ -245,6 +247,10 @@ def load_questionnaire_config(
 
     return QuestionnaireConfig(
         after_plan=_after_plan(raw.get("after_plan"), sections),
+        greeting_asks=tuple(_slot_question(e, vocab, f"greeting_asks.{i}")
+                            for i, e in enumerate(raw.get("greeting_asks") or [])),
+        after_plan_fillers=tuple(_slot_question(e, vocab, f"after_plan_fillers.{i}")
+                                 for i, e in enumerate(raw.get("after_plan_fillers") or [])),
         questions_per_turn=n,
         hpi_checks=_checks("symptom", hpi.get("checks") or [], "hpi.checks"),
         secondary_checks=_checks(
@@ -638,9 +644,12 @@ class QuestionnairePolicy:
             for a in risks:  # one topic's items together
                 if (q := self._ask(state, a)) is not None:
                     yield Candidate("risk_factors", q, f"risk:{topic}")
-            for q in general:  # the general questions of that topic join it ("... or any other medicines?", "how old
-                if history_topic(q.base, q.value, allergy) == topic:  # are you? and your sex?", "... travelled?")
-                    yield Candidate("risk_factors", q, f"risk:{topic}")
+            joined = [q for q in general if history_topic(q.base, q.value, allergy) == topic]
+            # the general questions of that topic join it ("... or any other medicines?", "how old are you? and your
+            # sex?", "... travelled?"), and a filler takes the room its last question leaves
+            mine = [q for a in risks if (q := self._ask(state, a)) is not None]
+            for q in [*joined, *self._risk_fillers(ctx, topic, allergy, [*mine, *joined])]:
+                yield Candidate("risk_factors", q, f"risk:{topic}")
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
                     yield Candidate("risk_factors", found)
@@ -659,6 +668,21 @@ class QuestionnairePolicy:
         named = {q.value for q in qs}
         fillers = [q for q in self.config.systems.get(system, ())
                    if not any(self.vocab.same(q.base, q.value, v) for v in named) and is_open(q)]
+        return fillers[:room]
+
+    def _risk_fillers(self, ctx: TurnContext, topic: str, allergy: str, qs: list[Question]) -> list[Question]:
+        """``after_plan_fillers`` of ``topic`` that fill the room the topic's last question leaves ("Do you smoke or
+        drink alcohol?" becomes "... or use recreational drugs?"); nothing when the topic has no open item left."""
+        def is_open(q: Question) -> bool:
+            return not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)
+
+        items = [q for q in dict.fromkeys(qs) if q.value.casefold() not in cmas.OPEN_VALUES and is_open(q)]
+        room = -len(items) % PLAN_GROUP
+        if not items or not room:
+            return []
+        fillers = [q for q in self.config.after_plan_fillers if history_topic(q.base, q.value, allergy) == topic
+                   and is_open(q) and not any(q.base == x.base and self.vocab.same(q.base, q.value, x.value)
+                                              for x in qs)]
         return fillers[:room]
 
     def _allergy_topic(self, ctx: TurnContext, plan: Plan, general: list[Question]) -> str:
@@ -737,7 +761,8 @@ class QuestionnairePolicy:
 
     def next_actions(self, ctx: TurnContext) -> ModuleOutput:
         if not ctx.past_actions and ctx.doctor_turns == 0:
-            return self._out(GREETING, "greeting")
+            asks = list(self.config.greeting_asks)
+            return self._out(GREETING + (to_actions(asks) if asks else []), "greeting", asks or None)
         if self.closed(ctx):
             return self._out(FAREWELL, "close")
         plan = self.plan_for(ctx)

@@ -145,8 +145,12 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
 
 def asked(past_actions: Iterable[list[dict]], q: Question, vocab: Vocabulary) -> bool:
     """Whether ``q`` was asked in an earlier doctor turn. A check asked about ``all`` symptoms
-    counts as asked for each symptom; check values only tell questions apart for location/where."""
+    counts as asked for each symptom; check values only tell questions apart for location/where. What the opening turn
+    asked with the greeting (the age and sex, ``greeting_asks``) does not count: a patient may answer it with the
+    complaint alone, and is then asked again where the interview needs it."""
     for turn in past_actions:
+        if any(a.get("action") == "nod_prompt_salutations" for a in turn):
+            continue
         for p in questions_of(turn):
             if p.base != q.base or p.check != q.check:
                 continue

@@ -21,10 +21,14 @@ from agent.core.protocol import ModuleOutput, TurnContext
 
 DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlg_lexicon.yaml"
 
-GREETING = (
+INTRODUCTION = (
     "Hello, I'm a history-taking assistant. I'll ask you some questions so that your clinician has a clear "
-    "picture of your health before they see you; I don't replace them. What brings you in today?"
+    "picture of your health before they see you; I don't replace them."
 )
+OPEN_QUESTION = "What brings you in today?"
+GREETING = f"{INTRODUCTION} {OPEN_QUESTION}"
+"""The opening turn; with questions (the age and sex the policy's ``greeting_asks`` takes first), the introduction,
+those questions, then "And what brings you in today?"."""
 FAREWELL = (
     "Thank you, those are all my questions. I'll pass your history on to your clinician, who will go through it "
     "with you. Take care."
@@ -215,13 +219,14 @@ MAX_QUESTIONS = 2
 a clinician does ("When did it start, and did it come on suddenly?"), so the patient hears no list."""
 
 
-def join_questions(sentences: list[tuple[str, bool, bool]]) -> list[tuple[str, bool, bool]]:
+def join_questions(sentences: list[tuple[str, bool, bool]], most: int | None = None) -> list[tuple[str, bool, bool]]:
     """(text, is a question, opens its group) sentences with adjacent questions joined, the shortest pair first,
     until at most :data:`MAX_QUESTIONS` question sentences remain. A joined sentence is joined again only when no
     pair of single questions is left, as a list ("does anything make it better or worse, how often do you get it,
     and have you had anything like this before?"), so no sentence asks more than three things."""
+    most = MAX_QUESTIONS if most is None else most
     out = [(text, question, opens, 1) for text, question, opens in sentences]
-    while sum(q for _, q, _, _ in out) > MAX_QUESTIONS:
+    while sum(q for _, q, _, _ in out) > most:
         adjacent = [i for i in range(len(out) - 1) if out[i][1] and out[i + 1][1] and out[i][3] + out[i + 1][3] <= 3]
         pairs = ([(len(out[i][0]) + len(out[i + 1][0]), i) for i in adjacent if out[i][3] + out[i + 1][3] == 2]
                  or [(len(out[i][0]) + len(out[i + 1][0]), i) for i in adjacent])
@@ -287,13 +292,18 @@ class TemplateNLG:
         ordered += [g for g in groups if g and g[0].question]
         ordered = [g for g in ordered if g[0].text != FAREWELL] + [g for g in ordered if g[0].text == FAREWELL]
         flat = [(s.text, s.question, s_i == 0) for group in ordered for s_i, s in enumerate(group)]
+        greeting_asks = opening and flat and flat[0][0] == GREETING and any(q for _, q, _ in flat[1:])
+        if greeting_asks:  # "Hello, ... How old are you, and what sex ...? And what brings you in today?"
+            flat = [(INTRODUCTION, False, True), *flat[1:]]
         out: list[str] = []
         prev_question = False
-        for text, question, opens_group in join_questions(flat):
+        for text, question, opens_group in join_questions(flat, 1 if greeting_asks else None):
             if question and prev_question:
                 text = ("Also, " if opens_group else "And ") + _lower_first(text)
             out.append(text)
             prev_question = question
+        if greeting_asks:  # "First, how old are you, and what sex ...? And what brings you in today?"
+            out = [out[0], "First, " + _lower_first(out[1]), *out[2:], "And " + _lower_first(OPEN_QUESTION)]
         return " ".join(out)
 
     @staticmethod

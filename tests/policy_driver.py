@@ -9,7 +9,7 @@ from collections.abc import Callable
 from agent.core import cmas
 from agent.core.protocol import TurnContext
 from agent.core.tracker import update_state
-from policies.questions import questions_of
+from policies.questions import answered, questions_of
 
 
 def ctx_of(state: dict, past: list[list[dict]]) -> TurnContext:
@@ -37,7 +37,14 @@ def run_interview(policy, answer: Callable[[list], dict], first_state: dict | No
         past = past + [out.value]
         if cmas.closing_reason(out.value, after_opening=turn > 0):
             return state, past, stages, texts
-        slots = first_state if turn == 0 else answer(questions_of(out.value))
+        if turn == 0:  # the complaint, and what the greeting asked with it that it does not tell (greeting_asks)
+            opening = update_state({}, cmas.parse_nlu([{"intent": "inform", "slots": first_state}])) if first_state \
+                else {}
+            qs = [q for q in questions_of(out.value) if not answered(opening, q, policy.vocab)]
+            told = answer(qs) if qs else {}
+            slots = {k: [*(first_state or {}).get(k, []), *told.get(k, [])] for k in {*(first_state or {}), *told}}
+        else:
+            slots = answer(questions_of(out.value))
         frames = cmas.parse_nlu([{"intent": "inform", "slots": slots}] if slots else [{"intent": "chit-chat"}])
         state = update_state(state, frames)
     raise AssertionError(f"no closing within {max_turns} turns; stages {stages}")

@@ -169,7 +169,7 @@ def test_the_note_names_a_misleading_vocabulary_value_as_a_clinician_would():
 # --------------------------------------------------------------------------- the clinician's summary
 
 GI_LINES = ["I've been passing black tarry stools since yesterday", "No, none of those", "No",
-            "About three times a day", "No", "No", "Yes, some pain in my upper tummy", "No", "No", "No",
+            "About three times a day", "No", "Yes, some pain in my upper tummy", "No", "No", "No",
             "I take ibuprofen for my knees most days", "No", "I drink about six pints of beer a day"]
 """The answers, in the order the plan asks (the onset said, the red-flag screen first; the NSAIDs and alcohol among
 the risk factors)."""

@@ -162,3 +162,14 @@ def test_four_questions_of_one_topic_read_as_two_sentences():
                           ("How often?", True, False), ("Have you had anything like this before?", True, True)])
     assert [t for t, _, _ in out] == ["Is it getting worse, does anything help, and how often?",
                                       "Have you had anything like this before?"]
+
+
+def test_the_greeting_asks_the_age_and_sex_first_then_the_complaint(nlg):
+    """greeting_asks: one question of the age and sex after the introduction, then the open question."""
+    from policies.template_nlg import INTRODUCTION
+
+    text = say(nlg, [{"action": "nod_prompt_salutations"},
+                     {"action": "inquire", "basic_information": [{"value": "age"}, {"value": "sex"}]}], OPENING)
+    assert text.startswith(INTRODUCTION)
+    assert text.endswith("First, how old are you, and what sex were you assigned at birth? And what brings you in "
+                         "today?")

@@ -253,6 +253,7 @@ def test_after_a_plan_only_the_general_history_groups_follow(with_plans, without
     assert all(x in asked or answered(state, Question(*x), with_plans.vocab) for x in general)
     plan_asks = {(a.base, a.value) for a in PLANS["gi_bleeding"].risk_factors} | {(PAST_EPISODES.base,
                                                                                   PAST_EPISODES.value)}
+    plan_asks |= {(q.base, q.value) for q in with_plans.config.after_plan_fillers}  # where a question has room
     assert not (sections - general) & asked - plan_asks
     assert stages.count("general_history") <= len(with_plans.config.after_plan)
     _, past, _, _ = interview(without_plans, denies, {"positive_symptom": [{"value": "melena"}]})

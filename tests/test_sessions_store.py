@@ -29,7 +29,7 @@ def store(tmp_path):
 def test_start_send_resume_list_delete(tmp_path, store):
     s = store.start("abc")
     greeting = s.state().turns[0]
-    assert greeting.speaker == "doctor" and greeting.actions == [{"action": "nod_prompt_salutations"}]
+    assert greeting.speaker == "doctor" and greeting.actions[0] == {"action": "nod_prompt_salutations"}
     assert "assistant" in greeting.text  # the agent introduces itself as an assistant, not a clinician
     assert s.waiting_for() == "patient"
 
@@ -114,7 +114,7 @@ def test_review_approve_edit_replace_and_state_patch_are_recorded(tmp_path):
     with SessionStore(gold_config(tmp_path / "r", review=True)) as store:
         s = store.start()
         planned = s.pending_review()
-        assert planned["kind"] == "review" and planned["actions"] == [{"action": "nod_prompt_salutations"}]
+        assert planned["kind"] == "review" and planned["actions"][0] == {"action": "nod_prompt_salutations"}
         assert s.state().turns == []  # nothing is sent before review
         greeting = s.review({"approve": True}, by="dr_a")
         assert greeting.text == planned["text"] and greeting.meta["reviewed"] is True

@@ -97,8 +97,9 @@ class AgendaSimulator:
         self.turns += 1
         actions = doctor.actions or []
         kinds = {a.get("action") for a in actions}
-        if self.turns == 1:
-            return self._reply(self.opening(), "opening")
+        if self.turns == 1:  # what the greeting asked (the age and sex), then the complaint
+            told = [c for base, value, checks in asked_items(actions) for c in self.answer(base, value, checks)]
+            return self._reply([*told, *self.opening()], "opening")
         clauses: list[Clause] = []
         n_questions = 0
         self.saying = set()

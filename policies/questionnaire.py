@@ -596,8 +596,11 @@ class QuestionnairePolicy:
         head = main_qs[:n] if at is None or at < n else [*main_qs[:n - 1], main_qs[at]]  # one turn, onset in it
         if at is not None and answered(state, main_qs[at], self.vocab):
             head = []  # the patient said when it started: the red-flag screen comes first, its turns all in time
+        rest = f"complaint:{first[0]['value']}" if first else None  # its last questions and "had this before?"
         for q in head:
-            yield Candidate("hpi", q)
+            yield Candidate("hpi", q, rest)
+        if head:  # "... and have you had anything like this before?" ends the first turn, never a turn of its own
+            yield Candidate("hpi", PAST_EPISODES, rest)
         screens = [s for s in plan.red_flag_screen if s.applies(positives, self.vocab)]
         screen_qs = [q for s in screens for a in s.ask if (q := self._ask(state, a)) is not None]
         for base in dict.fromkeys(q.base for q in screen_qs):  # one slot type's warning signs, up to three a turn
@@ -608,7 +611,6 @@ class QuestionnairePolicy:
             for a in screen.ask:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("red_flag_screen", q)
-        rest = f"complaint:{first[0]['value']}" if first else None  # its last questions and "had this before?"
         for q in main_qs:
             if q not in head:
                 yield Candidate("hpi", q, rest)

@@ -120,7 +120,10 @@ def test_red_flag_screen_within_two_turns_and_whole_within_five(with_plans, nlg,
     assert wanted and wanted <= early, sorted(wanted - early)
     assert max(i for i, s in enumerate(stages) if s == "red_flag_screen") <= 5
     order = [s for i, s in enumerate(stages) if i == 0 or s != stages[i - 1]]
-    assert order[:5] == ["greeting", "hpi", "red_flag_screen", "hpi", "associated_symptoms"]
+    # the rest of the characterisation after the screen, unless the first turn held all of it ("had this before?"
+    # ending it)
+    assert order[:5] in (["greeting", "hpi", "red_flag_screen", "hpi", "associated_symptoms"],
+                         ["greeting", "hpi", "red_flag_screen", "associated_symptoms", "risk_factors"])
     assert order.index("risk_factors") > order.index("associated_symptoms")
     assert "review_of_systems" not in order and order[-2:] == ["wrap_up", "close"]
     assert all(t.strip() and "{" not in t for t in texts)

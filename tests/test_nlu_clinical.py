@@ -172,6 +172,25 @@ def test_what_makes_a_symptom_go_away_is_an_alleviating_factor(nlu):
     assert item(s, "positive_symptom", "chest pain")["alleviating_factor"] == ["rest"]
 
 
+def test_each_factor_takes_the_word_that_says_which_way_it_goes(nlu):
+    """"worse X and easier if Y": X aggravates, Y relieves; relief said in other everyday words ("easier", "dies down",
+    "wears off") is relief, not a trigger."""
+    s = slots(nlu.frames("My chest pain is worse lying flat and easier if I lean forward."))
+    pain = item(s, "positive_symptom", "chest pain")
+    assert pain["aggravating_factor"] == ["lying down"] and "alleviating_factor" in pain
+    assert "aggravating_factor" not in item(slots(nlu.frames(
+        "The pain in my stomach wears off after I eat.")), "positive_symptom", "pain")
+
+
+def test_a_noun_is_not_the_adjective_the_lists_make_of_it(nlu):
+    """"stuffy" (a blocked nose) is no "stuff", "puffy" (swelling) no "puff" of an inhaler."""
+    for text in ("I keep bringing up this dark stuff.", "I take two puffs of my inhaler."):
+        s = slots(nlu.frames(text))
+        assert not {"nasal congestion", "swelling"} & values(s, "positive_symptom"), (text, s)
+    s = slots(nlu.frames("My nose is stuffy and my ankles are puffy."))
+    assert {"nasal congestion", "swelling"} <= values(s, "positive_symptom")
+
+
 def test_a_statement_denying_something_else_is_no_no_to_the_question(nlu):
     """"I don't smoke, I drive a bus" opens like a no ("I don't") but is a statement about smoking: the asked symptoms
     stay unanswered. A leading "No," is an answer."""
@@ -181,6 +200,17 @@ def test_a_statement_denying_something_else_is_no_no_to_the_question(nlu):
     assert values(got, "negative_habit") == {"smoking"}
     assert values(slots(nlu.frames("No, nothing like that.", asked)), "negative_symptom") == {"palpitations",
                                                                                               "slurred speech"}
+
+
+def test_a_reply_opening_with_a_verb_of_its_own_answers_nothing_asked(nlu):
+    """"I don't drink. I've had this rash since it started" to "any fever or tiredness?": "I don't" opens a statement
+    about drinking, so the asked items stay unanswered; "I haven't", "I don't think so" and a leading "No," answer."""
+    asked = [{"action": "inquire", "symptom": [{"value": "fever"}, {"value": "fatigue"}]}]
+    question = "Have you had any fever or tiredness?"
+    got = slots(nlu.frames("I don't drink. The itch has been there ever since this started.", asked, {}, question))
+    assert "negative_symptom" not in got and values(got, "negative_habit") == {"alcohol abuse"}, got
+    for reply in ("I haven't.", "I don't think so.", "No, I don't drink."):
+        assert values(slots(nlu.frames(reply, asked, {}, question)), "negative_symptom") == {"fever", "fatigue"}, reply
 
 
 def test_a_reply_that_puts_the_asked_symptom_elsewhere_does_not_place_it_there(nlu):

@@ -326,7 +326,7 @@ class PhraseFinder:
         for name, proc in nlp.pipeline:
             if name == "medspacy_context":
                 norms = [t.norm_ for t in doc]
-                found = [*exact(doc), *inflected(_stemmed(doc))]
+                found = [*exact(doc), *(m for m in inflected(_stemmed(doc)) if not self._noun_of_adjective(doc, m))]
                 without, denied = self._linked_matches(doc, linked)
                 found += without
                 said_of, denied_of = self._predicative_matches(doc, predicative)
@@ -355,6 +355,20 @@ class PhraseFinder:
             out.append(Found(key, ent.text, status, bool(ent._.is_family), sent, ent.start, sents[sent].text,
                              ent.start_char - offset, ent.end_char - offset, bool(ent._.is_historical)))
         return out, [s.text for s in sents]
+
+    def _noun_of_adjective(self, doc: Doc, match: tuple[int, int, int]) -> bool:
+        """Whether an inflected match is the bare noun a one-word "-y" adjective of the lists comes from: "stuffy"
+        (a blocked nose) is not "stuff", "puffy" not a "puff" of an inhaler, "brandy" not a "brand"; the stems meet
+        because :func:`word_stem` drops the "-y", but the noun names something else. Its own forms ("stuffier") and
+        a noun the lists give of their own ("sweat", "lump") still match."""
+        label, start, end = match
+        name = doc.vocab.strings[label]
+        if end - start != 1 or not name.startswith("P"):
+            return False
+        phrase = self._phrases[int(name[1:])][0].casefold()
+        token = doc[start].lower_
+        return (" " not in phrase and phrase.endswith("y") and token != phrase
+                and not token.startswith(phrase[:-1] + "i"))
 
     def _antecedent_named(self, doc: Doc, match: tuple[int, int, int], before: frozenset[str]) -> bool:
         """A quality said of "it" or "they" through a linking verb ("they're stiff", "it feels swollen") stands for

@@ -14,6 +14,7 @@ import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from agent.core import cmas
+from agent.core.clinical_text import word_stem
 from agent.core.ontology import Vocabulary
 from agent.core.semantic import default_encoder
 from policies.nlu import attributes as attr
@@ -109,6 +110,15 @@ _AUXILIARY_OPENER = re.compile(r"(?:i\s+)?(?:have|haven't|have not|do|don't|do n
 """An answer that opens with an auxiliary ("I haven't", "I do", "didn't"): no yes or no when a verb of its own
 follows (:data:`_ANOTHER_PREDICATE`)."""
 _FIRST_WORD = re.compile(r"\s+([a-z']+)")
+_NEGATED_VERB = re.compile(
+    r"^(?:i\s+)?(?:don't|do not|didn't|did not|haven't|have not|hadn't|had not|can't|cannot|can not|won't)\s+"
+    r"([a-z']+)")
+_REFERS_BACK = re.compile(r"\s+(?:it|them|that|those|this|these|one|any|either)\b")
+_HAVING = frozenset("""have had has having got get gets getting noticed notice seen see felt feel feeling experienced
+experience been think believe know recall remember suffer suffered really ever usually always often any anything so
+that either no not much""".split())
+"""The words after "I don't" / "I haven't" that keep it the question's no ("I haven't had any", "I don't think so",
+"I don't get them"); another verb makes it a statement of its own (:meth:`AnswerReader.states_its_own_verb`)."""
 _ANOTHER_PREDICATE = frozenset("""told tell telling said say saying mentioned mention want wanted wanting wanna like
 liked mind minded mean meant care cared bother bothered blame blamed understand understood expect expected
 dare""".split())
@@ -166,7 +176,7 @@ class AnswerReader:
         if (polarity == "affirm" and _ADVERB_OPENING.match(attr.clean(text)) and self.lists_whether(asked)
                 and not re.search(r"\b(?:them|it|that|those|these|both|either)\b", text, re.I)):
             polarity = None  # "Sometimes a sour taste comes up": how often that happens, no yes to the question
-        if polarity == "deny" and self.no_determines(mentions):
+        if polarity == "deny" and (self.no_determines(mentions) or self.states_its_own_verb(text, doctor)):
             polarity = None
         if polarity in ("affirm", "deny") and self.offers_alternatives(doctor, asked):
             polarity = None  # "Is it dry or chesty?" - "No, just dry": an alternative picked, the cough not denied
@@ -306,6 +316,20 @@ class AnswerReader:
         rest = [n for n in names if n not in known]
         fresh = dict(zip(rest, default_encoder().embed(rest), strict=True)) if rest else {}
         return np.stack([known[n] if n in known else fresh[n] for n in names])
+
+    @staticmethod
+    def states_its_own_verb(text: str, doctor: str) -> bool:
+        """Whether a reply opening "I don't ..." / "I haven't ..." goes on with a verb of its own that the question
+        did not use: "I don't smoke" to "any fever or chills?" tells the smoking, it answers nothing asked (the
+        reply is read for what it names). The verbs of having and noticing keep it the question's no
+        (:data:`_HAVING`), and so do the question's own verb ("Do you sleep well?" "I don't sleep much") and a verb
+        whose object refers back ("I haven't checked it")."""
+        t = re.sub(r"^(?:(?:oh|well|so|okay|ok|hmm|and|um|uh)\b[,.\s]*)+", "", attr.clean(text))
+        m = _NEGATED_VERB.match(t)
+        if m is None or m.group(1) in _HAVING or _REFERS_BACK.match(t[m.end():]):
+            return False  # "I haven't checked it" to "did you take your temperature?": it is the asked thing
+        asked = {word_stem(w) for w in re.findall(r"[a-z']+", doctor.lower())}
+        return word_stem(m.group(1)) not in asked
 
     @staticmethod
     def no_determines(mentions: list[Mention]) -> bool:

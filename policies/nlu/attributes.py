@@ -264,11 +264,13 @@ _VOLUME = re.compile(
     r"spoonfuls?|cupfuls?)(?:\s+(?:a|per|each)\s+(?:day|hour))?)\b"
 )
 
-_AGG = re.compile(r"\b(worse|aggravat\w*|trigger\w*|brings? (?:it )?on|sets? (?:it )?off|worsens?|flares? up|harder)\b")
+_AGG = re.compile(r"\b(worse|aggravat\w*|exacerbat\w*|trigger\w*|brings? (?:it )?on|sets? (?:it )?off|worsens?"
+                  r"|flares? up|harder|hurts? more|more (?:painful|sore)|kills? me)\b")
 _WHEN = re.compile(r"\b(?:when|whenever|every time|if|after|on)\s+(?:i|i'm|i am|going|climbing|walking|doing)\b")
 _ALL = re.compile(
-    r"\b(better|helps?|helped|helping|relie\w+|eases?|eased|soothes?|improves?|goes away|go away|went away"
-    r"|settles?|settled|subsides?|subsided|disappears?|disappeared)\b"
+    r"\b(better|easier|helps?|helped|helping|relie\w+|eases?|eased|easing|soothes?|improves?|goes away|go away"
+    r"|went away|settles?|settled|subsides?|subsided|disappears?|disappeared|dies down|died down|wears? off"
+    r"|calms? (?:it )?down|less (?:painful|sore|bad))\b"
 )
 _NEG_FACTOR = re.compile(r"\b(nothing|not really|doesn't|does not|didn't|hasn't|don't|isn't)\b")
 

@@ -213,6 +213,30 @@ def test_a_reply_opening_with_a_verb_of_its_own_answers_nothing_asked(nlu):
         assert values(slots(nlu.frames(reply, asked, {}, question)), "negative_symptom") == {"fever", "fatigue"}, reply
 
 
+def test_a_reply_that_only_describes_the_pain_does_not_put_it_where_the_question_asked(nlu):
+    """"Does the chest pain spread to your back?" - "It's sharp, about a 6": the pain's character and score, not a
+    pain in the back (which had raised aortic dissection and a radiating ACS in a young man with a pneumothorax);
+    "yes" or "it goes there" does place it."""
+    asked = [{"action": "inquire", "symptom": [{"value": "chest pain", "checks": [{"type": "location",
+                                                                                 "values": ["back"]}]}]}]
+    state = {"positive_symptom": [{"value": "chest pain", "location": ["left side"]}]}
+    question = "Have you had any chest pain that spreads to your back?"
+    got = item(slots(nlu.frames("It's more of a sharp pain, maybe a 6 out of 10.", asked, state, question)),
+               "positive_symptom", "chest pain")
+    assert "back" not in (got.get("location") or []) and got.get("severity") == "6", got
+    got = item(slots(nlu.frames("The pain does go there, yes.", asked, state, question)), "positive_symptom",
+               "chest pain")
+    assert "back" in got["location"], got
+
+
+def test_what_makes_it_worse_names_no_new_complaint(nlu):
+    """"It's worse when I take a big breath in" tells what aggravates the pain talked about; the breathing in it is
+    no shortness of breath found by meaning."""
+    state = {"positive_symptom": [{"value": "chest pain"}]}
+    for text in ("It's worse when I take a big breath in.", "It gets easier if I keep really still."):
+        assert "dyspnea" not in values(slots(nlu.frames(text, [], state)), "positive_symptom"), text
+
+
 def test_a_reply_that_puts_the_asked_symptom_elsewhere_does_not_place_it_there(nlu):
     """"Any pain in your testicles?" "Not there, but my tummy aches": the pain is the patient's, not at the asked
     place (it raised a testicular-torsion emergency before); a yes or a bare no still answers for the asked place."""

@@ -53,6 +53,8 @@ def state_status(state: dict, base: str, value: str) -> str | None:
 
 _ANSWER_WORD = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*(?:yes|yeah|yep|yup|yea|no|nope|nah|not really|uh-huh|"
                           r"sure|correct|absolutely|definitely|of course)\b", re.I)
+_POINTS_THERE = re.compile(r"\b(?:there|that spot|that area|that side|that way|it does|it do|they do|both)\b", re.I)
+"""A reply that points at the asked place ("it goes there", "it does"): it answers where the question asked."""
 _REFERS_BACK = re.compile(r"\b(?:it|that|them|those|this|these)\b", re.I)
 _ELSEWHERE = re.compile(r"\b(?:not (?:there|here|in (?:that|this|the same) (?:spot|place|area|part|bit))|"
                         r"somewhere else|elsewhere|(?:only|just) in my)\b", re.I)
@@ -113,6 +115,8 @@ _FIRST_WORD = re.compile(r"\s+([a-z']+)")
 _NEGATED_VERB = re.compile(
     r"^(?:i\s+)?(?:don't|do not|didn't|did not|haven't|have not|hadn't|had not|can't|cannot|can not|won't)\s+"
     r"([a-z']+)")
+_POINTS_THERE = re.compile(r"\b(?:there|that spot|that area|that side|that way|it does|it do|they do|both)\b", re.I)
+"""A reply that points at the asked place ("it goes there", "it does"): it answers where the question asked."""
 _REFERS_BACK = re.compile(r"\s+(?:it|them|that|those|this|these|one|any|either)\b")
 _HAVING = frozenset("""have had has having got get gets getting noticed notice seen see felt feel feeling experienced
 experience been think believe know recall remember suffer suffered really ever usually always often any anything so
@@ -208,10 +212,14 @@ class AnswerReader:
                             item["respone_to"] = topic
                 continue
             if (base, value) in named:
-                # the patient named it: the mention's status stands; the asked check values still apply, unless the
-                # reply places it elsewhere ("any pain in your testicles?" "Not there, but my belly hurts")
+                # the patient named it: the mention's status stands; the asked check values still apply when the
+                # reply says yes to them or points there ("Yes, the pain goes there"), unless it places it elsewhere
+                # ("any pain in your testicles?" "Not there, but my belly hurts"); a reply that only describes the
+                # pain ("It's sharp, about a 7") to "does the pain spread to your back?" has not put it there
+                confirms = polarity == "affirm" or bool(_POINTS_THERE.search(text))
                 for (name, v), item in frame.items.items():
-                    if v == value and name.endswith(base) and not self.elsewhere(item, checks, text):
+                    if (v == value and name.endswith(base) and not self.elsewhere(item, checks, text)
+                            and (confirms or not self.asks_a_place(checks))):
                         self.check_values(item, checks, base)
                 continue
             known = state_status(state, base, value)
@@ -411,6 +419,11 @@ class AnswerReader:
             return False
         own = set(item.get("location") or []) | ({item["where"]} if item.get("where") else set())
         return bool(_ELSEWHERE.search(text)) or bool(own and not own & asked)
+
+    @staticmethod
+    def asks_a_place(checks: list[dict]) -> bool:
+        """Whether the question named where ("any pain in your back?"): its location or where values."""
+        return any(c.get("type") in ("location", "where") and c.get("values") for c in checks)
 
     @staticmethod
     def check_values(item: dict, checks: list[dict], base: str) -> None:

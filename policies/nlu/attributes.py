@@ -278,11 +278,12 @@ _AGE = re.compile(
     r"\b(?:i am|i'm|im|i turned|i just turned)\s+(\d{1,3})(?:\s*(?:years? old|yrs?|year-old))?\b|\b"
     r"(\d{1,3})[\s-]*(?:years?|yrs?)[\s-]*old\b"
 )
-_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old |\d{1,3},? )?"
+_SEX = re.compile(r"\bi(?:'m| am) (?:a |an )?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]old |\w+[- ]year[- ]old "
+                  r"|\d{1,3},? (?:a |an )?)?"
                   r"(man|woman|male|female|guy|lady|boy|girl|gentleman|bloke|chap|fella|fellow|lad|lass|gal)\b")
 """The patient saying their sex: "I'm a man", "I'm a 45-year-old woman", "I am a fifteen year old boy", "I'm 58,
-male"."""
-_BARE_SEX = re.compile(r"\b(male|female|man|woman|boy|girl)\b")
+male", "I'm 23, a bloke"."""
+_BARE_SEX = re.compile(r"\b(male|female|man|woman|boy|girl|bloke|guy|lady|lad|lass)\b")
 """The sex word of a reply to "how old are you, and what sex ...?" ("58, male", "Female.")."""
 _DWELLING = re.compile(
     r"\b((?:(?:small|big|large|little|tiny|old|new|shared|rented|one-bedroom|two-bedroom|basement|ground floor"

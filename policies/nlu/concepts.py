@@ -115,6 +115,20 @@ _URINE_WORD = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|piss\w*|
                          r"oliguria|polyuria|nocturia|dysuria|hematuria|haematuria|stream|dribbl\w*)\b", re.I)
 
 
+_FACTOR_OF_IT = re.compile(
+    r"^\W*(?:(?:and|but|so|also|oh)\s+)*(?:it|it's|its|it is|it gets|it's got|this|that|they|they're|the pain"
+    r"|the ache)\b"
+    r"[^.;]*\b(?:worse|worst|better|easier|eases|hurts? more)\b[^.;]*?\b(?:when|whenever|if|after|with|as|on)\b",
+    re.I)
+"""A clause that tells what makes something said before worse or better ("It's worse when I breathe in deeply"):
+what follows "when" is the circumstance, a factor (``attributes.factors``), not a new complaint by meaning."""
+
+
+def factor_of_it(clause: str) -> bool:
+    """Whether ``clause`` is a factor said of "it" or the pain (:data:`_FACTOR_OF_IT`)."""
+    return bool(_FACTOR_OF_IT.search(clause))
+
+
 def only_pain_quality(clause: str) -> bool:
     """Whether every content word of a clause is a pain or a quality of one (:data:`_PAIN_QUALITY`)."""
     words = [w for w in _WORD.findall(clause.lower().replace("'", "")) if w not in STOP_WORDS]
@@ -345,7 +359,7 @@ class ConceptMatcher:
                     or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
-                    or self._place_said_to_be_fine(c.text)):
+                    or self._place_said_to_be_fine(c.text) or factor_of_it(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)

@@ -265,6 +265,12 @@ def test_after_a_plan_only_the_general_history_groups_follow(with_plans, without
 
 @pytest.mark.parametrize("after, message", [
     ("after_plan: [[{habit: skydiving}]]", "after_plan.0.0"),
+    ("after_plan_fillers: [{habit: skydiving}]", "after_plan_fillers.0"),
+    ("greeting_asks: [{basic_informaton: age}]", "greeting_asks.0"),
+    ("hpi: {checks: [onset], scored: [pain, stomach wobbles]}", "hpi.scored.1"),
+    ("hpi: {checks: [onset], episodic: pain}", "hpi.episodic"),
+    ("sections:\n  habits:\n    ask: [{habit: smoking}]\n    followup: {habit: [frequency]}\n"
+     "    followup_skip: {'habit: skydiving': [frequency]}", "followup_skip"),
     ("after_plan: [[{habit: smoking}, {habit: alcohol abuse}, {travel: other}, {occupation: other}]]", "groups"),
     ("after_plan: {habit: smoking}", "groups"),
 ])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -656,14 +657,16 @@ class QuestionnairePolicy:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
                     yield Candidate("risk_factors", found)
 
+    def still_open(self, ctx: TurnContext, q: Question) -> bool:
+        """Whether ``q`` is neither answered by the state nor asked before."""
+        return not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)
+
     def _room_fillers(self, ctx: TurnContext, system: str, qs: list[Question]) -> list[Question]:
         """The system's screening symptoms (``systems`` of the config) that fill the room the last question of a plan's
         group for ``system`` leaves ("any palpitations?" becomes "any palpitations, chest pain or fainting?"): the
         turn is spent anyway, and a pertinent negative of the same system costs the patient a word. Nothing when the
         group has no open question left, so a filler never takes a turn of its own."""
-        def is_open(q: Question) -> bool:
-            return not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)
-
+        is_open = partial(self.still_open, ctx)
         room = -sum(1 for q in dict.fromkeys(qs) if is_open(q)) % PLAN_GROUP
         if not room or not any(is_open(q) for q in qs):
             return []
@@ -675,9 +678,7 @@ class QuestionnairePolicy:
     def _risk_fillers(self, ctx: TurnContext, topic: str, allergy: str, qs: list[Question]) -> list[Question]:
         """``after_plan_fillers`` of ``topic`` that fill the room the topic's last question leaves ("Do you smoke or
         drink alcohol?" becomes "... or use recreational drugs?"); nothing when the topic has no open item left."""
-        def is_open(q: Question) -> bool:
-            return not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q, self.vocab)
-
+        is_open = partial(self.still_open, ctx)
         items = [q for q in dict.fromkeys(qs) if q.value.casefold() not in cmas.OPEN_VALUES and is_open(q)]
         room = -len(items) % PLAN_GROUP
         if not items or not room:
@@ -724,8 +725,7 @@ class QuestionnairePolicy:
         sex = self.sexes.patient_sex(ctx.state)
 
         def is_open(q: Question) -> bool:
-            return q not in seen and not answered(ctx.state, q, self.vocab) and not asked(ctx.past_actions, q,
-                                                                                           self.vocab)
+            return q not in seen and self.still_open(ctx, q)
 
         for cand in self.candidates(ctx, plan):
             q = cand.question

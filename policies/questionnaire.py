@@ -69,11 +69,14 @@ any travel lately?"): a plan's travel risk factor and the general work and home 
 
 
 def open_tail(cand: Candidate, picked: list[Candidate]) -> bool:
-    """Whether ``cand`` is a tag question that ends a turn's questions without counting against its limit: the open
-    "any other ...?" of a history group that names items of its slot type (said as the end of their question, "... or
+    """Whether ``cand`` is a tag question that ends a turn's questions without counting against its limit: a
+    conditional follow-up ("If you drink, how often, and how much?") after the question whether the patient has the
+    item; the open "any other ...?" of a history group that names items of its slot type (said as the end of their question, "... or
     any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), or :data:`PAST_EPISODES` after the complaint's
     last questions ("... and have you had anything like this before?"), which a turn of its own spent on a yes or no."""
     q = cand.question
+    if cand.conditional:  # "... If you drink, how much?" goes with "do you drink?", never without it
+        return any(p.question == Question(q.base, q.value) for p in picked)
     if q == PAST_EPISODES and cand.group is not None and cand.group.startswith("complaint:"):
         return any(p.group == cand.group for p in picked)
     return (cand.group is not None and q.check is None and q.value.casefold() in cmas.OPEN_VALUES
@@ -101,6 +104,11 @@ class Section:
     followup_skip: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     """(slot type, value) -> follow-ups not asked of that item: how long someone has drunk coffee or alcohol tells a
     clinician little (quantity and frequency are the AUDIT-C questions), how long they smoked gives the pack-years."""
+    followup_with_ask: bool = False
+    """Whether the follow-ups are asked with the question whether the patient has the item, as "if you do, ...":
+    "Do you smoke or drink alcohol? If you drink, how often, and how much?" is how history-taking guides ask the
+    social history, and the amount asked a turn later after a yes spent a turn of its own in half the simulated
+    interviews."""
 
     def followups(self, base: str, value: str, vocab: Vocabulary) -> tuple[str, ...]:
         """The follow-up checks asked of a positive ``value`` of slot type ``base``."""
@@ -229,8 +237,12 @@ def load_questionnaire_config(
     for stage, sec in (raw.get("sections") or {}).items():
         if stage in STAGES:
             raise _fail(f"sections.{stage}", "a section may not reuse a built-in stage name")
-        if not isinstance(sec, dict) or set(sec) - {"ask", "followup", "followup_skip"}:
-            raise _fail(f"sections.{stage}", "expected a mapping with 'ask' and optional 'followup', 'followup_skip'")
+        if not isinstance(sec, dict) or set(sec) - {"ask", "followup", "followup_skip", "followup_with_ask"}:
+            raise _fail(f"sections.{stage}", "expected a mapping with 'ask' and optional 'followup', 'followup_skip', "
+                                             "'followup_with_ask'")
+        with_ask = sec.get("followup_with_ask", False)
+        if not isinstance(with_ask, bool):
+            raise _fail(f"sections.{stage}.followup_with_ask", f"expected true or false, got {with_ask!r}")
         ask = [_slot_question(e, vocab, f"sections.{stage}.ask.{i}") for i, e in enumerate(sec.get("ask") or [])]
         followup = {}
         for base, checks in (sec.get("followup") or {}).items():
@@ -244,7 +256,7 @@ def load_questionnaire_config(
             if base not in followup:
                 raise _fail(where, f"expected '<slot type>: <value>' of a slot type the section follows up: {entry!r}")
             skips[(base, _value(base, value, vocab, where))] = _checks(base, checks, where)
-        sections.append(Section(stage, ask, followup, skips))
+        sections.append(Section(stage, ask, followup, skips, with_ask))
 
     return QuestionnaireConfig(
         after_plan=_after_plan(raw.get("after_plan"), sections),
@@ -349,15 +361,17 @@ class Candidate:
     stage: str
     question: Question
     group: str | None = None  # a plan's red-flag rule, associated group or risk-factor slot: asked together
+    conditional: bool = False  # an attribute asked with the question whether the patient has it ("if you do, ...")
 
     @property
     def topic(self) -> tuple:
         """Questions of one turn share a topic: one symptom's attributes, one slot type's screening, or one group of
-        a presentation plan (a red-flag rule's screen, an associated group)."""
+        a presentation plan (a red-flag rule's screen, an associated group). A conditional follow-up shares the topic
+        of the screening question it goes with."""
         q = self.question
         if self.group is not None:
             return (self.stage, self.group)
-        return (self.stage, q.base, None if q.screening else q.value)
+        return (self.stage, q.base, None if q.screening or self.conditional else q.value)
 
 
 class QuestionnairePolicy:
@@ -747,6 +761,15 @@ class QuestionnairePolicy:
                         yield Candidate(cand.stage if in_screen else "risk_factors", first)
             seen.add(q)
             yield cand
+            if q.check is None and (sec := self._conditional_section(q.base)) is not None:
+                for c in sec.followups(q.base, q.value, self.vocab):
+                    if is_open(follow := Question(q.base, q.value, c)):
+                        seen.add(follow)
+                        yield Candidate(cand.stage, follow, cand.group, conditional=True)
+
+    def _conditional_section(self, base: str) -> Section | None:
+        """The section whose follow-ups of ``base`` are asked with the question whether the patient has the item."""
+        return next((s for s in self.config.sections if s.followup_with_ask and base in s.followup), None)
 
     def checks_a_turn(self, value: str) -> int:
         """How many attribute questions about symptom ``value`` one turn asks: ``questions_per_turn``, at most two for
@@ -771,6 +794,8 @@ class QuestionnairePolicy:
         picked: list[Candidate] = []
         n = self.config.questions_per_turn
         for cand in self.open_questions(ctx, plan):
+            if cand.conditional and not open_tail(cand, picked):
+                continue  # its question whether did not make this turn: asked later, as a follow-up, if at all
             same_item = any(
                 p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked
             )

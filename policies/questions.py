@@ -52,13 +52,18 @@ def questions_of(actions: Iterable[dict]) -> list[Question]:
                 if not checks:
                     out.append(Question(base, item["value"]))
                 for chk in checks:
-                    out.append(Question(base, item["value"], chk["type"], tuple(chk.get("values") or ())))
+                    if chk["type"] == "status":  # "do you drink alcohol, and if so how much?": whether, then how much
+                        out.append(Question(base, item["value"]))
+                    else:
+                        out.append(Question(base, item["value"], chk["type"], tuple(chk.get("values") or ())))
     return out
 
 
 def to_actions(questions: list[Question]) -> list[dict]:
     """Questions -> CMAS inquire actions: one action per slot type (in first-seen order), one item per
-    value carrying its checks."""
+    value carrying its checks. An item asked both whether the patient has it and an attribute ("do you drink alcohol,
+    and if so how much?") carries a ``status`` check before the others, MediTOD's "status check": an item with checks
+    alone asks only the attributes of something the patient has."""
     by_base: dict[str, dict[str, dict]] = {}
     for q in questions:
         items = by_base.setdefault(q.base, {})
@@ -68,6 +73,11 @@ def to_actions(questions: list[Question]) -> list[dict]:
             if q.values:
                 chk["values"] = list(q.values)
             item.setdefault("checks", []).append(chk)
+    screened = {(q.base, q.value) for q in questions if q.check is None}
+    for base, items in by_base.items():
+        for value, item in items.items():
+            if (base, value) in screened and item.get("checks"):
+                item["checks"].insert(0, {"type": "status"})
     return [{"action": "inquire", base: list(items.values())} for base, items in by_base.items()]
 
 

@@ -368,15 +368,21 @@ class TemplateNLG:
         checked item's checks."""
         screen: list[tuple[str, list[str]]] = []
         checked = []
+        conditional: dict[str, list[str]] = {}  # value -> checks asked "if you do" (after a status check)
         for it in items:
             checks = it.get("checks") or []
             if not checks:
                 screen.append((it["value"], []))
+            elif checks[0]["type"] == "status" and base == "habit":
+                screen.append((it["value"], []))
+                conditional[it["value"]] = [c["type"] for c in checks[1:]]
             elif base == "symptom" and len(checks) == 1 and checks[0]["type"] == "location" and checks[0].get("values"):
                 screen.append((it["value"], list(checks[0]["values"])))  # "any pain in your arm?"
             else:
                 checked.append(it)
         out: list[Sentence] = self._screen(base, screen, said) if screen else []
+        if conditional:
+            out.append(Sentence(self._habit_if(conditional)))
         if base == "medication" and len(checked) > 1 and all(
                 {c["type"] for c in it["checks"]} <= MEDICINE_USE for it in checked):
             asked = {c["type"] for it in checked for c in it["checks"]}
@@ -622,6 +628,20 @@ class TemplateNLG:
             if attribute.casefold().endswith(" " + name):
                 return attribute[: -len(name) - 1]
         return attribute
+
+    def _habit_if(self, conditional: dict[str, list[str]]) -> str:
+        """The amount of habits asked with the question whether the patient has them: "If you drink alcohol, how
+        often, and how much?"; of several, "If you do, how much, and for how long?"."""
+        kinds = {c for cs in conditional.values() for c in cs}
+        how = {"frequency": "how often, and how much", "starting": "for how long"}
+        if kinds == {"frequency", "starting"}:
+            asks = "how much, and for how long"
+        else:
+            asks = " and ".join(how.get(k, k) for k in sorted(kinds))
+        if len(conditional) == 1:
+            verb = self._habit(next(iter(conditional)))[0]
+            return f"If you {verb.removeprefix('used to ')}, {asks}?"
+        return f"If you do, {asks}?"
 
     def _habit(self, value: str) -> tuple[str, str]:
         pair = self.lex.habit_verbs.get(value.casefold())

@@ -146,7 +146,7 @@ def test_whole_interview_order_on_a_scripted_state_evolution(policy):
     assert [[q.check for q in qs] for qs in hpi] == [["characteristics", "frequency", "progression"], ["ana_factors"]]
     # associated symptoms are the respiratory system's, then the related systems (respiratory -> constitutional...)
     first_assoc = questions_of(past[stages.index("associated_symptoms")])
-    assert [q.value for q in first_assoc] == ["dyspnea", "colored/excess sputum", "hemoptysis"]
+    assert [q.value for q in first_assoc] == ["dyspnea", "chest pain", "colored/excess sputum"]
     first_ros = questions_of(past[stages.index("review_of_systems")])
     assert [q.value for q in first_ros] == ["fever", "chills", "fatigue"]
     assert past[-1] == [{"action": "nod_prompt_salutations"}]

@@ -92,6 +92,14 @@ def test_hand_written_expectations(nlg):
     assert say(nlg, [{"action": "inquire", "habit": [{"value": "smoking"}, {"value": "alcohol abuse"},
                                                        {"value": "marijuana use"}]}]) == \
         "Do you smoke, drink alcohol or use marijuana?"
+    # an amount asked with the question whether (a status check first): "if you do", never as if they did
+    assert say(nlg, [{"action": "inquire", "habit": [
+        {"value": "smoking"}, {"value": "alcohol abuse", "checks": [{"type": "status"}, {"type": "frequency"}]}]}]) == \
+        "Do you smoke or drink alcohol? And if you drink alcohol, how often, and how much?"
+    assert say(nlg, [{"action": "inquire", "habit": [
+        {"value": "smoking", "checks": [{"type": "status"}, {"type": "frequency"}, {"type": "starting"}]},
+        {"value": "alcohol abuse", "checks": [{"type": "status"}, {"type": "frequency"}]}]}]) == \
+        "Do you smoke or drink alcohol? And if you do, how much, and for how long?"
     assert (
         say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}])
         == "Has salbutamol (albuterol) helped?"

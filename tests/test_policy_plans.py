@@ -141,13 +141,16 @@ def test_every_plan_screens_on_time_groups_by_topic_and_never_repeats(with_plans
         assert screen_turns and screen_turns[0] <= 2 and screen_turns[-1] <= 5, (plan_id, stages[:8])
     # a group's items, and the screening symptoms of its system that fill the room its last question leaves
     fillers = with_plans.config.systems
-    groups = [{(a.base, a.value) for a in g.ask} | {(q.base, q.value) for q in fillers.get(g.system, ())}
-              for g in plan.associated]
+    # (a system's groups pack together, up to three items a turn, so a turn's items are one system's)
+    groups = [{(a.base, a.value) for g in plan.associated if g.system == system for a in g.ask}
+              | {(q.base, q.value) for q in fillers.get(system, ())}
+              for system in {g.system for g in plan.associated}]
     for turn, stage in zip(past, stages, strict=True):
         qs = questions_of(turn)
         # an open "... or any other medicines?" ends its group's question, "had this before?" the complaint's last
-        # questions: no item of their own
-        assert len([q for q in qs if q.value.casefold() not in cmas.OPEN_VALUES and q != PAST_EPISODES]) <= 3
+        # questions: no item of their own; "if you do, how much?" asks about an item the turn names already
+        assert len({(q.base, q.value) for q in qs if q.value.casefold() not in cmas.OPEN_VALUES
+                    and q != PAST_EPISODES}) <= 3
         if stage in ("red_flag_screen", "risk_factors", "associated_symptoms") and all(q.screening for q in qs):
             # one topic a turn (the drug allergy joins the past conditions or the medicines)
             assert any(len({history_topic(q.base, q.value, with_) for q in qs}) == 1
@@ -507,3 +510,50 @@ def test_a_problem_named_later_gets_the_short_history_and_constipation_no_mening
     assert "melena" in screened and not {"neck stiffness", "photophobia", "oliguria"} & screened
     checks = [c.question.check for c in cands if c.question.value == "constipation" and c.question.check]
     assert checks and set(checks) <= set(with_plans.config.secondary_checks)
+
+
+def test_how_much_is_asked_with_whether_and_never_without_it(with_plans, without_plans, nlg):
+    """sections.habits.followup_with_ask: "Do you smoke, drink alcohol ...? And if you do, how much ...?" in one turn.
+    A drinker is not asked the amount again a turn later, and the amount of an item whose "do you ...?" did not
+    make the turn is never asked alone before it."""
+    def drinks(questions):
+        slots = denies([q for q in questions if q.base != "habit"])
+        for q in questions:
+            if q.base == "habit" and q.value == "alcohol abuse":
+                slots.setdefault("positive_habit", []).append({"value": "alcohol abuse", "frequency": "a pint a week"})
+            elif q.base == "habit" and q.check is None:
+                slots.setdefault("negative_habit", []).append({"value": q.value})
+        return slots
+
+    for first in ({"positive_symptom": [{"value": "melena"}]}, {"positive_symptom": [{"value": "coughing"}]}):
+        for policy in (with_plans, without_plans):
+            state, past, _, texts = interview(policy, drinks, first, nlg)
+            habit_turns = [(turn, text) for turn, text in zip(past, texts, strict=True)
+                           if any(q.base == "habit" for q in questions_of(turn))]
+            first_turn, text = habit_turns[0]
+            qs = questions_of(first_turn)
+            assert Question("habit", "alcohol abuse") in qs and Question("habit", "alcohol abuse", "frequency") in qs
+            assert "drink alcohol" in text and "if you" in text.casefold() and "how much" in text, text
+            for turn, _ in habit_turns:  # an amount only with its own "do you ...?"
+                for q in questions_of(turn):
+                    if q.check is not None:
+                        assert Question(q.base, q.value) in questions_of(turn) or find_item(
+                            state, q.base, q.value, policy.vocab), (q, questions_of(turn))
+            amount = [t for t, _ in habit_turns if Question("habit", "alcohol abuse", "frequency") in questions_of(t)]
+            assert len(amount) == 1
+
+
+def test_a_status_check_keeps_the_question_whether_in_the_actions():
+    qs = [Question("habit", "smoking"), Question("habit", "smoking", "frequency"), Question("habit", "cocaine")]
+    actions = to_actions(qs)
+    assert actions == [{"action": "inquire", "habit": [
+        {"value": "smoking", "checks": [{"type": "status"}, {"type": "frequency"}]}, {"value": "cocaine"}]}]
+    assert questions_of(cmas.parse_actions(actions)) == qs
+
+
+def test_followup_with_ask_must_be_true_or_false(tmp_path):
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text("hpi: {checks: [onset]}\nsections:\n  habits:\n    ask: [{habit: smoking}]\n"
+                   "    followup: {habit: [frequency]}\n    followup_with_ask: sometimes\n")
+    with pytest.raises(QuestionnaireConfigError, match="followup_with_ask"):
+        load_questionnaire_config(cfg)

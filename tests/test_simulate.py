@@ -210,6 +210,25 @@ def test_a_retired_patient_says_so_and_when():
         assert "retired" in reply.text
 
 
+def test_whether_and_how_much_gets_the_yes_then_the_amount():
+    """"Do you smoke or drink? And if you do, how much?" (status checks): a smoker says so, then how much and since
+    when; a habit the card denies gets its no, never an amount."""
+    sim = AgendaSimulator(load_card(CASES / "resp-hemoptysis-smoker.yaml"), seed=0, volunteer_p=0.0,
+                          short_answer_p=0.0)
+    sim.respond(DoctorTurn("Hello", [{"action": "nod_prompt_salutations"}], 0))
+    status_freq = [{"type": "status"}, {"type": "frequency"}]
+    reply = sim.respond(ask(("habit", "smoking", [*status_freq, {"type": "starting"}]),
+                            ("habit", "cocaine", status_freq)))
+    told = {it["value"]: (f["slots"], it) for f in reply.frames for slot, items in f["slots"].items()
+            for it in items if slot.endswith("habit")}
+    smoking = [it for f in reply.frames for it in f["slots"].get("positive_habit", []) if it["value"] == "smoking"]
+    assert {"frequency", "starting"} <= {k for it in smoking for k in it}, smoking
+    amount = ("pack", "day")  # the yes comes first, in words of smoking, before the amount
+    first = min(reply.text.casefold().find(w) for w in amount if w in reply.text.casefold())
+    assert "smok" in reply.text.casefold()[:first], reply.text
+    assert "cocaine" in told and "negative_habit" in told["cocaine"][0] and set(told["cocaine"][1]) == {"value"}
+
+
 def test_agenda_wording_varies_with_the_seed_not_its_facts():
     card = load_card(CASES / "resp-hemoptysis-smoker.yaml")
     turns = [DoctorTurn("Hello", [{"action": "nod_prompt_salutations"}], 0),

@@ -242,7 +242,9 @@ class AgendaSimulator:
             return self.located_clauses(status, item, list(located["values"]))
         if not types or status != "positive" and status != "avail":
             return [self.status_clause(base, status, item), *self.maybe_volunteer(base, status, item)]
-        out: list[Clause] = []
+        # "Do you drink alcohol? If you do, how much?": the yes first, then the amount
+        out: list[Clause] = [self.status_clause(base, status, item)] if any(
+            c.get("type") == "status" for c in checks) else []
         for t in dict.fromkeys(types):
             names = cmas.CHECK_ATTRIBUTES.get(t, (t,)) if base == "symptom" else (t,)
             present = [a for a in names if item.get(a)]

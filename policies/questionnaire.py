@@ -72,8 +72,9 @@ def open_tail(cand: Candidate, picked: list[Candidate]) -> bool:
     """Whether ``cand`` is a tag question that ends a turn's questions without counting against its limit: a
     conditional follow-up ("If you drink, how often, and how much?") after the question whether the patient has the
     item; the open "any other ...?" of a history group that names items of its slot type (said as the end of their
-    question, "... or any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), or :data:`PAST_EPISODES` after the complaint's
-    last questions ("... and have you had anything like this before?"), which a turn of its own spent on a yes or no."""
+    question, "... or any other medicines?", :data:`policies.template_nlg.OPEN_TAILS`), or :data:`PAST_EPISODES`
+    after the complaint's last questions ("... and have you had anything like this before?"), which a turn of its own
+    spent on a yes or no."""
     q = cand.question
     if cand.conditional:  # "... If you drink, how much?" goes with "do you drink?", never without it
         return any(p.question == Question(q.base, q.value) for p in picked)

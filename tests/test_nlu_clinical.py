@@ -1295,3 +1295,29 @@ def test_a_denied_pain_is_not_the_pain_talked_about(nlu):
     frames = nlu.frames("No pain in my chest at all. The pain gets better when I curl up.", [], state)
     pos = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
     assert "chest pain" not in pos, frames
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("Honestly I've felt anxious most days since the move.", "positive_symptom", "anxiety"),
+    ("There has been a lot of anxiety at the moment, it's hard.", "positive_symptom", "anxiety"),
+    ("I'm feeling pretty depressed these days.", "positive_symptom", "low mood"),
+    ("I was treated for depression in my twenties.", "positive_medical_history", "depression"),
+    ("I've a diagnosis of anxiety, the GP knows.", "positive_medical_history", "anxiety"),
+    ("My sister has depression.", "positive_family_history", "depression"),
+])
+def test_a_condition_felt_now_is_a_symptom_a_diagnosis_stays_history(nlu, text, slot, value):
+    """lexicon felt_conditions: anxiety or depression said as the patient's present experience is what they present
+    with (a symptom, so the interview takes its history); said as a diagnosis, it is their medical history."""
+    s = slots(nlu.frames(text))
+    assert value in values(s, slot), s
+    other = {"positive_symptom": "positive_medical_history"}.get(slot, "positive_symptom")
+    assert not values(s, other) & {"anxiety", "depression", "low mood"}, s
+
+
+def test_where_the_pain_goes_is_the_spread_of_the_pain_asked_about(nlu):
+    """"The pain travels up into my jaw", said of a chest pain, is where that pain goes: no second, jaw, pain."""
+    state = {"positive_symptom": [{"value": "chest pain", "onset": "an hour ago"}]}
+    asked = ask("symptom", "chest pain", {"type": "location"})
+    s = slots(nlu.frames("Yes, the pain travels up into my jaw.", asked, state, "Does the pain go anywhere else?"))
+    assert [it["value"] for it in s["positive_symptom"]] == ["chest pain"], s
+    assert any("jaw" in loc for loc in s["positive_symptom"][0].get("location", [])), s

@@ -131,16 +131,6 @@ anybody", "I don't mind" start a predicate of their own, no yes or no to the que
 question's kind: "I haven't had any", "I did, just last night", "I haven't heard of anyone being sick".)"""
 
 
-def _without_spread(sentence: str) -> str:
-    """A sentence without the clause that tells where the pain goes ("..., and it goes down towards my groin"): the
-    place there is the asked pain's spread, not another part of the body that the sentence is about."""
-    m = attr.SPREADS.search(sentence)
-    if m is None:
-        return sentence
-    end = re.search(r"[.;]|,\s*(?:but|and)\b", sentence[m.end():])
-    return sentence[:m.start()] + (sentence[m.end() + end.start():] if end else "")
-
-
 class AnswerReader:
     """Applies a reply to the asked items of the doctor's last action."""
 
@@ -381,7 +371,8 @@ class AnswerReader:
         been giving me trouble on and off"): their times and frequencies belong to what they name."""
         if any(c.get("type") == "location" for c in checks):
             return set()
-        return {i for i, sent in enumerate(sents) if attr.phrase_hits(_without_spread(sent), self.lexicon.locations)}
+        places = self.lexicon.locations
+        return {i for i, sent in enumerate(sents) if attr.phrase_hits(attr.without_spread(sent), places)}
 
     @staticmethod
     def is_bare_answer(text: str, busy: set[int], max_words: int = 8) -> bool:

@@ -20,9 +20,21 @@ _SPREAD_VERB = (r"(?:goes|go|went|going|spreads?|spreading|radiates?|radiating|t
                 r"moves?|moving|runs?|running|comes?\s+(?:up|down|through|into))")
 _DIRECTION = r"(?:down|up|into|through|across|round|around|along)\s+(?:my|the|his|her|their|your)\b"
 SPREADS = re.compile(rf"\b{_SPREAD_SUBJECT}\s+(?:\w+ly\s+)?{_SPREAD_VERB}\b|^{_DIRECTION}", re.I)
+
 """A clause telling where what was said before goes ("it goes into my jaw and down my left arm", "it shoots down the
 back of my leg"), or the bare direction that continues it ("and down my left arm"): the spread of a pain, not a new
 complaint at the place it names (weakness of the arm)."""
+
+
+def without_spread(sentence: str) -> str:
+    """A sentence without the clause that tells where the pain goes ("..., and it goes down towards my groin",
+    "the pain goes through to my back"): the place there is the pain's spread, not another part of the body that the
+    sentence is about."""
+    m = SPREADS.search(sentence)
+    if m is None:
+        return sentence
+    end = re.search(r"[.;]|,\s*(?:but|and)\b", sentence[m.end():])
+    return sentence[:m.start()] + (sentence[m.end() + end.start():] if end else "")
 
 
 PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sting\w*|tender\w*|raw|agony|"

@@ -27,8 +27,8 @@ DEFAULT_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
 CONDITION = "condition"
 """Pseudo slot type of ``conditions``: medical history of the patient, or family history of a relative."""
 
-_KEYS = {"values", "conditions", "near_misses", "relations", "locations", "characteristics", "factors", "answers",
-         "acknowledgements"}
+_KEYS = {"values", "conditions", "felt_conditions", "near_misses", "relations", "locations", "characteristics",
+         "factors", "answers", "acknowledgements"}
 _MAX_KEYWORD_WORDS = 4
 
 
@@ -56,6 +56,7 @@ class Lexicon:
     acknowledgements: frozenset[str]
     by_value: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     sided: frozenset[str] = frozenset()  # body parts that come in a left and a right ("knee", "eye", "testicle")
+    felt: dict[str, str] = field(default_factory=dict)  # condition -> the symptom it is when felt now (felt_conditions)
 
     def phrases(self, base: str, value: str) -> list[str]:
         return self.by_value.get((base, value), [])
@@ -197,7 +198,16 @@ def load_lexicon(
     answers = raw.get("answers") or {}
     if set(answers) != {"affirm", "deny", "unsure"}:
         raise LexiconError(f"{path}: answers needs exactly affirm, deny and unsure")
+    felt = raw.get("felt_conditions") or {}
+    if not isinstance(felt, dict):
+        raise LexiconError(f"{path}: felt_conditions: expected a mapping condition -> symptom value")
+    for cond, symptom in felt.items():
+        if cond not in conditions:
+            raise LexiconError(f"{path}: felt_conditions: {cond!r} is not a condition of the lexicon")
+        if not isinstance(symptom, str) or not vocab.known("symptom", symptom):
+            raise LexiconError(f"{path}: felt_conditions.{cond}: {symptom!r} is not a symptom value of the vocabulary")
     lex = Lexicon(
+        felt={str(k): str(v) for k, v in felt.items()},
         terms=terms,
         relations=tuple(_phrases(raw.get("relations") or [], f"{path}: relations")),
         locations=locations,

@@ -99,7 +99,9 @@ class MentionFinder:
                     continue  # "my husband has diabetes": no blood relative's, and not the patient's
             if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
                 base, value = CONDITION, IMMUNIZATION  # "my flu jab": a vaccine against it, not the illness
-            if base == CONDITION:
+            if base == CONDITION and not relation and value in self.lexicon.felt and felt_now(f.sentence):
+                base, value = "symptom", self.lexicon.felt[value]  # "I've been so anxious lately": not a diagnosis
+            elif base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom" and (illness := self._conditions.get(singular(f.text.lower()))):
                 # a relative's lasting illness ("my sister gets migraines") runs in families: not a sick contact
@@ -134,6 +136,22 @@ class MentionFinder:
             return None
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
+
+
+_DIAGNOSED = re.compile(r"\b(?:history of|diagnos\w*|treated for|treatment for|suffer(?:s|ed)? (?:from|with)|used to "
+                        r"(?:have|get)|(?:medication|medicines?|tablets|pills|therapy|counselling) for|"
+                        r"(?:years|ages) ago|as a (?:child|kid|teenager))\b", re.I)
+_NOW = re.compile(r"\b(?:feel|feels|feeling|felt|been|getting|lately|recently|these days|at the moment|right now|"
+                  r"all the time|this (?:week|month|year)|past (?:few )?(?:days|weeks|months)|i'm|i am|im)\b", re.I)
+
+
+def felt_now(sentence: str) -> bool:
+    """Whether a condition that is also a symptom (the lexicon's ``felt_conditions``: anxiety, depression) is said as
+    the patient's present experience ("I've been really anxious lately", "there's been a lot of anxiety", "my
+    anxiety has been bad this month") rather than a diagnosis ("I have a history of anxiety", "I was diagnosed with
+    depression years ago", "tablets for my anxiety"). MediTOD annotates the felt one as a symptom: a patient who
+    opens with it is presenting with it, and the interview takes its history."""
+    return not _DIAGNOSED.search(sentence) and bool(_NOW.search(sentence))
 
 
 _ASKING = re.compile(r"^\W*(?:(?:so|but|and|oh|well)\W+)?(?:could|can|might|may|is|are|am|was|were|would|should|"
@@ -351,7 +369,7 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
     parts = segments(mentions)
     if places:  # a bare pain whose own words place it at a site MediTOD names ("a sharp pain in my chest") is that
         for m in mentions:  # pain now, so another pain said elsewhere in the turn ("my calf is sore") stays its own
-            said = set(_body_parts(parts.get(id(m), m.sentence), places))
+            said = set(_body_parts(attr.without_spread(parts.get(id(m), m.sentence)), places))
             if m.base == "symptom" and m.value == "pain" and len(said) == 1 and (site := site_of(said.pop())):
                 m.value = SITE_VALUES[site]
     # a pain the patient denies is not the one being talked about: "No chest pain. The pain's easier if I lean forward"
@@ -365,7 +383,8 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
         if m.base == "symptom" and m.value == "pain":
             if "pain" not in target and places and attr.phrase_hits(m.sentence.lower(), dict(places)):
                 continue
-            if places and _elsewhere(parts.get(id(m), m.sentence), target, places):
+            # where the pain goes is the spread of the pain being talked about ("the pain goes through to my back")
+            if places and _elsewhere(attr.without_spread(parts.get(id(m), m.sentence)), target, places):
                 continue  # "... pain in my chest, and my left calf is swollen and sore": the calf's own pain
             m.value = target
 

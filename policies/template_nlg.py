@@ -383,7 +383,7 @@ class TemplateNLG:
         out: list[Sentence] = self._screen(base, screen, said) if screen else []
         if conditional:
             out.append(Sentence(self._habit_if(conditional)))
-        if base == "medication" and len(checked) > 1 and all(
+        if base == "medication" and checked and all(
                 {c["type"] for c in it["checks"]} <= MEDICINE_USE for it in checked):
             asked = {c["type"] for it in checked for c in it["checks"]}
             out.append(Sentence(self._medicines_use([it["value"] for it in checked], asked, said)))
@@ -664,14 +664,18 @@ class TemplateNLG:
         return term or f"a {value}"
 
     def _medicines_use(self, values: list[str], asked: set[str], said: set[tuple[str, str]]) -> str:
-        """What several medicines are for and whether they help (``asked``: either or both), as one question ("What do
-        you take the metformin and the statin for, and have they helped?"): a question each would spend a turn a
-        medicine on the same topic."""
+        """What medicines are for and whether they help (``asked``: either or both), as one question ("What do you take
+        the metformin and the statin for, and have they helped?", "What do you take the statin for, and has it
+        helped?"): a question each would spend a turn a medicine on the same topic, and a name said twice reads as a
+        form."""
         said.update(("medication", v) for v in values)
-        names = join_or([the(self.lex.term("medication", v)) for v in values], "and")
+        terms = [self.lex.term("medication", v) for v in values]
+        names = join_or([the(t) for t in terms], "and")
+        many = len(terms) > 1 or self.lex.plural(terms[0])
         if "respone_to" not in asked:
-            return f"Have {names} helped?"
-        return f"What do you take {names} for" + (", and have they helped?" if "impact" in asked else "?")
+            return f"{'Have' if many else 'Has'} {names} helped?"
+        helped = ", and have they helped?" if many else ", and has it helped?"
+        return f"What do you take {names} for" + (helped if "impact" in asked else "?")
 
     def _medication(self, value: str, check: str, values: list[str], said: set[tuple[str, str]]) -> str:
         is_open = value.casefold() in cmas.OPEN_VALUES

@@ -102,8 +102,15 @@ def test_hand_written_expectations(nlg):
         "Do you smoke or drink alcohol? And if you do, how much, and for how long?"
     assert (
         say(nlg, [{"action": "inquire", "medication": [{"value": "albuterol", "checks": [{"type": "impact"}]}]}])
-        == "Has salbutamol (albuterol) helped?"
+        == "Has the salbutamol (albuterol) helped?"
     )
+    # what one medicine is for and whether it helped: one question, the name said once, the verb agreeing
+    assert say(nlg, [{"action": "inquire", "medication": [
+        {"value": "statin", "checks": [{"type": "respone_to"}, {"type": "impact"}]}]}]) == \
+        "What do you take the statin for, and has it helped?"
+    assert say(nlg, [{"action": "inquire", "medication": [
+        {"value": "antihypertensive agents", "checks": [{"type": "respone_to"}, {"type": "impact"}]}]}]) == \
+        "What do you take the blood pressure tablets for, and have they helped?"
     assert say(nlg, [{"action": "inquire", "symptom": [{"value": "all", "checks": [{"type": "progression"}]}]}]) == \
         "Have your symptoms been getting better, getting worse, or staying the same?"
 

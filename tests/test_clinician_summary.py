@@ -4,6 +4,7 @@ to the patient; scored by ``medhx simulate`` (the card's diagnosis among the top
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from agent.app.export import summary_markdown
 from agent.core import cmas
 from agent.core.ontology import default_vocabulary
+from agent.core.safety import default_rules
 from eval.runs.cases import load_card
 from eval.runs.simulate import run
 from eval.runs.simulate_metrics import same_diagnosis
@@ -122,43 +124,65 @@ def test_a_diagnosis_matches_a_consideration_by_its_names(expected, label, same)
     assert same_diagnosis(expected, label, VOCAB) is same
 
 
+def one_card_per_presentation() -> list[Path]:
+    """A card of every presentation class the cards cover (each plan's first card by name); for four classes the
+    card that tests more: the renal colic card is a man whose sex the screen asks before its questions about periods
+    and pregnancy, and his screen is on time without them (an item only the other sex has is no part of his
+    screen). Each card's opening complaint is its class's, so every plan's screen is tested."""
+    chosen = {"abdominal_pain": "gu-renal-colic", "gi_bleeding": "gastro-peptic-ulcer-bleed",
+              "weakness_numbness": "neuro-stroke", "back_pain": "msk-cauda-equina",
+              # cards whose opening complaint is the class's own (a DKA patient opens with tummy pain, a
+              # meningitis one with the headache: their interviews follow those plans)
+              "vomiting_diarrhoea": "gastro-gastroenteritis", "fever": "resp-elderly-pneumonia-confusion"}
+    for path in sorted(CASES.glob("*.yaml")):
+        chosen.setdefault(load_card(path).presentation, path.stem)
+    return [CASES / f"{stem}.yaml" for stem in chosen.values()]
+
+
 def test_through_the_real_graph_the_summary_is_kept_never_said_and_scored(tmp_path):
-    """Four cards of different presentations, oracle NLU, the shipped questionnaire with plans, the real graph. The
-    renal colic card is a man whose sex the screen asks before its questions about periods and pregnancy: his screen
-    is on time without them (an item only the other sex has is no part of his screen)."""
+    """One interview per presentation class, oracle NLU, the shipped questionnaire with plans, the real graph: the
+    red-flag screen of the class on time, the summary kept for the clinician, never said, and scored."""
+    chosen = one_card_per_presentation()
+    assert len(chosen) == len({load_card(p).presentation for p in CASES.glob("*.yaml")}) >= 18
     cfg = {
         "agents": [{"name": "q", "config": str(REPO / "configs" / "default.yaml")}],
-        "cases": [str(CASES / f"{c}.yaml") for c in ("gastro-peptic-ulcer-bleed", "neuro-stroke", "msk-cauda-equina",
-                                                          "gu-renal-colic")],
+        "cases": [str(p) for p in chosen],
         "simulator": {"kind": "agenda", "lexicon": str(REPO / "configs" / "simulate" / "lay_phrases.yaml")},
         "modes": ["oracle"],
         "seeds": [0],
-        "workers": 1,
+        "workers": 2,
         "output_dir": str(tmp_path / "out"),
         "keep_sessions": False,
     }
     path = tmp_path / "sim.yaml"
     path.write_text(yaml.safe_dump(cfg))
     summary = run(path, progress=False)
+    messages = [r.message for r in default_rules().rules]
     records = [yaml.safe_load(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 4
+    assert len(records) == len(chosen)
     for rec in records:
         s, state = rec["clinician_summary"], rec["final_state"]
         assert s["for"] == "clinician" and s["considerations"], rec["case"]
         cited_facts_are_in_the_state(s, state)
-        said = " ".join(t["text"] for t in rec["transcript"] if t["speaker"] == "doctor").casefold()
-        assert not any(c["label"].casefold() in said for c in s["considerations"]), rec["case"]
+        # never told: no statement names a consideration (a question may ask about it as a history item: "have you
+        # ever been diagnosed with atrial fibrillation?"; a red flag's safety message names its danger, as it must)
+        told = " ".join(x for t in rec["transcript"] if t["speaker"] == "doctor"
+                        for x in re.split(r"(?<=[.?!])\s+", t["text"])
+                        if not x.rstrip().endswith("?") and not any(x in msg for msg in messages)).casefold()
+        assert not any(c["label"].casefold() in told for c in s["considerations"]), rec["case"]
         assert not any(a.get("action") == "diagnosis" for t in rec["transcript"] if t["speaker"] == "doctor"
                        for a in t["actions"] or [])
         m = rec["metrics"]
-        assert m["diagnosis"]["offered"] == [c["label"] for c in s["considerations"]]
-        assert m["diagnosis"]["match"] == (m["diagnosis"]["rank"] is not None and m["diagnosis"]["rank"] <= 3)
+        if m["diagnosis"] is not None:  # a card may state no diagnosis (a symptom picture, e.g. a viral cold)
+            assert m["diagnosis"]["offered"] == [c["label"] for c in s["considerations"]]
+            assert m["diagnosis"]["match"] == (m["diagnosis"]["rank"] is not None and m["diagnosis"]["rank"] <= 3)
         sc = m["red_flag_screen"]
+        assert sc["plan"] == load_card(CASES / f"{rec['case']}.yaml").presentation, (rec["case"], sc)
         assert sc["plan"] == s["plans"][0] and sc["complaint_known_at"] is not None
         assert sc["on_time"], (rec["case"], sc)
         assert m["facts_per_turn"] > 0
     cards = summary["overall"]["cards"]["oracle"]
-    assert cards["red_flag_screen"]["cases"] == 4 and cards["diagnosis"]["cases"] == 4
+    assert cards["red_flag_screen"]["cases"] == len(records) == cards["red_flag_screen"]["on_time"]
 
 
 def test_an_absent_risk_factor_is_no_fact_against():

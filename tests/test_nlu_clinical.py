@@ -1321,3 +1321,18 @@ def test_where_the_pain_goes_is_the_spread_of_the_pain_asked_about(nlu):
     s = slots(nlu.frames("Yes, the pain travels up into my jaw.", asked, state, "Does the pain go anywhere else?"))
     assert [it["value"] for it in s["positive_symptom"]] == ["chest pain"], s
     assert any("jaw" in loc for loc in s["positive_symptom"][0].get("location", [])), s
+
+
+def test_a_name_two_concepts_share_belongs_to_the_one_the_lexicon_gives_it(nlu):
+    """The ontology gives nasal congestion and a runny nose one keyword list: the second stage keeps "blocked nose"
+    for the concept the lexicon (or its own name) gives it, rather than dropping it as naming both."""
+    from policies.nlu.concepts import ConceptMatcher
+    from policies.nlu.lexicon import default_lexicon
+
+    refs, _ = ConceptMatcher(default_lexicon(), default_vocabulary()).references
+    owners = {}
+    for value, text in refs:
+        owners.setdefault(text, set()).add(value)
+    assert owners["blocked nose"] == {"nasal congestion"} and owners["runny nose"] == {"rhinorrhea"}
+    s = slots(nlu.frames("Both sides of my nose are blocked up at night."))
+    assert values(s, "positive_symptom") == {"nasal congestion"}, s

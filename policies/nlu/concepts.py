@@ -209,8 +209,12 @@ class ConceptMatcher:
         for v, t in rows:
             owners.setdefault(t, set()).add(v)
         # A text that names two concepts ("difficult breathing": dyspnea and orthopnea) tells them apart from nothing:
-        # as a reference it would only make each the other's runner-up.
-        rows = [(v, t) for v, t in rows if len(owners[t]) == 1]
+        # as a reference it would only make each the other's runner-up. Unless one of them owns it by name: the
+        # lexicon's own phrase or the concept's own name decides (the ontology gives nasal congestion and a runny
+        # nose one keyword list, "blocked nose" and "runny nose" in both; the lexicon says which is which).
+        named = {" ".join(t.phrase.lower().split()): t.value for t in self.lexicon.terms if t.base == "symptom"}
+        named |= {" ".join(v.lower().split()): v for v, _ in rows}
+        rows = [(v, t) for v, t in rows if len(owners[t]) == 1 or named.get(t) == v]
         return rows, (self.encoder or default_encoder()).embed_references([t for _, t in rows])
 
     @cached_property

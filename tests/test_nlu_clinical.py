@@ -1336,3 +1336,24 @@ def test_a_name_two_concepts_share_belongs_to_the_one_the_lexicon_gives_it(nlu):
     assert owners["blocked nose"] == {"nasal congestion"} and owners["runny nose"] == {"rhinorrhea"}
     s = slots(nlu.frames("Both sides of my nose are blocked up at night."))
     assert values(s, "positive_symptom") == {"nasal congestion"}, s
+
+
+@pytest.mark.parametrize(("text", "value", "when"), [
+    ("I took early retirement, well I retired about three years ago.", None, "retired about three years ago"),
+    ("I was working as a bus driver up until 2021.", "bus driver", "up until 2021"),
+    ("I used to be a plasterer till a couple of years ago.", "plasterer", "till a couple of years ago"),
+])
+def test_when_a_patient_stopped_working_is_kept_in_their_words(nlu, text, value, when):
+    """MediTOD's occupation: status false for a job no longer held, its when in the patient's words (a retired
+    patient's "eleven years ago" had been lost, and "working as a chef until last year" read as a current job)."""
+    rec = slots(nlu.frames(text, ask("occupation", "other")))["occupation"][0]
+    assert rec["status"] == "false" and rec.get("when") == when and rec.get("value") == value, rec
+
+
+def test_worry_that_cannot_be_stopped_is_anxiety_a_worry_about_one_thing_is_not(nlu):
+    """The GAD-7's words ("not being able to stop or control worrying") name anxiety; "I'm worried it's serious"
+    is a worry about the complaint, no symptom."""
+    s = slots(nlu.frames("Lately I just can't stop worrying, about money, the kids, all of it."))
+    assert "anxiety" in values(s, "positive_symptom"), s
+    s = slots(nlu.frames("I'm a bit worried this might be something serious."))
+    assert "anxiety" not in values(s, "positive_symptom"), s

@@ -636,7 +636,20 @@ def dwelling(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+_SPAN = (r"(?:(?:about|around|nearly|almost|over|just over|just under)\s+)?(?:a|an|one|two|three|four|five|six|seven|"
+         r"eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|a few|a couple of|several|\d+)\s+(?:years?|months?|"
+         r"weeks?)\s+ago")
+_WORK_ENDED = re.compile(rf"\b(?:until|till|up until|up to)\s+(?:last (?:year|month|week|summer|winter|spring|"
+                         rf"autumn|christmas)|recently|{_SPAN}|(?:19|20)\d\d)\b")
+"""When a job ended, said with it ("I was working as a chef until last year"): the patient works no more."""
+_STOPPED_WHEN = re.compile(rf"\b(?:retired|stopped working|gave up work|finished work|left work|lost my job)\s+"
+                           rf"(?:{_SPAN}|(?:in|last)\s+(?:(?:19|20)\d\d|year|\w+ year)|at\s+\w+(?:-\w+)?)\b")
+"""When the patient stopped working, in their words ("I retired eleven years ago", "gave up work in 2019")."""
+
+
 def job(text: str, asked: bool = False) -> str | None:
+    if _WORK_ENDED.search(text):
+        return None  # "I was working as a chef until last year": a past job (:func:`past_job`)
     for pat in _JOB:
         if m := pat.search(text):
             return m.group(1).strip()
@@ -655,17 +668,19 @@ _NOT_WORKING = re.compile(
     r"\bi(?:'m| am)\s+(?:not working|not in work|unemployed|out of work|between jobs|retired|off work|off sick|"
     r"on (?:the )?sick|signed off|a pensioner|on benefits)\b|"
     r"\bi (?:retired|don't work|do not work|no longer work|stopped working|gave up work|lost my job|can't work)\b")
-_PAST_JOB = re.compile(r"\bi (?:used to be|used to work as|worked as|retired as|was)\s+(?:a |an )?"
-                       r"([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|\s+(?:and|but|until|till|for|before|in|at|most|all|since|"
+_PAST_JOB = re.compile(r"\bi (?:used to be|used to work as|worked as|retired as|was working as|was)\s+(?:a |an )?"
+                       r"([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|\s+(?:and|but|until|till|up until|up to|for|before|in|at|most|"
+                       r"all|since|"
                        r"when|from|back|years?)\b|$)")
 
 
 def past_job(text: str, asked: bool = False) -> dict | None:
     """A patient not working now: MediTOD's occupation with status "false" (the guide's "has the patient worked at
     the above occupation?"), the job they had as its value ("I'm not working at the moment. I used to be a
-    librarian"), "retired" as when. Said without the question, only with a plain "I'm not working" or "I'm retired"
+    librarian"), when they stopped as its when, in their words ("retired eleven years ago", "until last year", else
+    "retired"). Said without the question, only with a plain "I'm not working" or "I'm retired"
     ("I used to be a smoker" is no job)."""
-    stop = _NOT_WORKING.search(text)
+    stop = _NOT_WORKING.search(text) or _WORK_ENDED.search(text)
     if not (stop or asked):
         return None
     out: dict = {"status": "false"}
@@ -673,7 +688,11 @@ def past_job(text: str, asked: bool = False) -> dict | None:
         out["value"] = m.group(1).strip()
     elif stop is None:
         return None
-    if re.search(r"\bretired\b", text):
+    if m := _STOPPED_WHEN.search(text):  # the patient's words, as MediTOD's annotators keep a when
+        out["when"] = m.group(0)
+    elif m := _WORK_ENDED.search(text):
+        out["when"] = m.group(0)
+    elif re.search(r"\bretired\b", text):
         out["when"] = "retired"
     return out
 

@@ -669,9 +669,8 @@ _NOT_WORKING = re.compile(
     r"on (?:the )?sick|signed off|a pensioner|on benefits)\b|"
     r"\bi (?:retired|don't work|do not work|no longer work|stopped working|gave up work|lost my job|can't work)\b")
 _PAST_JOB = re.compile(r"\bi (?:used to be|used to work as|worked as|retired as|was working as|was)\s+(?:a |an )?"
-                       r"([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|\s+(?:and|but|until|till|up until|up to|for|before|in|at|most|"
-                       r"all|since|"
-                       r"when|from|back|years?)\b|$)")
+                       r"([a-z][a-z\- ]{1,30}?)(?=[,.;!?]|\s+(?:and|but|until|till|up until|up to|for|before|in|"
+                       r"at|most|all|since|when|from|back|years?)\b|$)")
 
 
 def past_job(text: str, asked: bool = False) -> dict | None:

@@ -687,9 +687,8 @@ def past_job(text: str, asked: bool = False) -> dict | None:
         out["value"] = m.group(1).strip()
     elif stop is None:
         return None
-    if m := _STOPPED_WHEN.search(text):  # the patient's words, as MediTOD's annotators keep a when
-        out["when"] = m.group(0)
-    elif m := _WORK_ENDED.search(text):
+    # the patient's words, as MediTOD's annotators keep a when
+    if (m := _STOPPED_WHEN.search(text) or _WORK_ENDED.search(text)) is not None:
         out["when"] = m.group(0)
     elif re.search(r"\bretired\b", text):
         out["when"] = "retired"

@@ -1357,3 +1357,24 @@ def test_worry_that_cannot_be_stopped_is_anxiety_a_worry_about_one_thing_is_not(
     assert "anxiety" in values(s, "positive_symptom"), s
     s = slots(nlu.frames("I'm a bit worried this might be something serious."))
     assert "anxiety" not in values(s, "positive_symptom"), s
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("I get a gripping sensation across the front of my chest.", "positive_symptom", "chest pain"),
+    ("There's a crushing feeling in the middle of my chest.", "positive_symptom", "chest pain"),
+    ("There's a horrible pressure right behind my forehead.", "positive_symptom", "headache"),
+    ("No squeezing in my chest at all.", "negative_symptom", "chest pain"),
+])
+def test_a_pain_told_by_its_quality_at_its_site_is_that_pain(nlu, text, slot, value):
+    """A chest pain said without the word ("a crushing feeling in the middle of my chest") is the chest pain: by
+    meaning such a clause is nearest the chest's anatomy, and a place names no complaint."""
+    assert value in values(slots(nlu.frames(text)), slot)
+
+
+def test_where_a_pain_is_said_with_positions_only_invents_nothing(nlu):
+    """"More in my side than my back, just under the ribs", said of a flank pain to another question, names no chest
+    pain (UMLS's site names of chest pain, "chest and upper back", are places, not complaints)."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["right side", "back"]}]}
+    asked = [{"action": "inquire", "symptom": [{"value": "night sweats"}, {"value": "unexplained weight loss"}]}]
+    s = slots(nlu.frames("It's more in my side than my actual back, just under the ribs on the right.", asked, state))
+    assert "chest pain" not in values(s, "positive_symptom"), s

@@ -23,7 +23,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from agent.core.clinical_text import Clause, ClauseReader, clause_core, default_clause_reader, singular, word_stem
 from agent.core.lay_terms import CODED, glossed, lay_phrases
-from agent.core.ontology import FACULTIES, Vocabulary, body_part_words
+from agent.core.ontology import FACULTIES, SITE_VALUES, Vocabulary, body_part_words, site_of
 from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
 from policies.nlu.attributes import PAIN_WORD, SPREADS, phrase_hits
@@ -54,6 +54,13 @@ _FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|r
 """A clause that reports what a test, a scan or a clinician found ("I had a scan and they saw a heartbeat"): a
 finding, not the patient's symptom (the heartbeat on a scan is no palpitation); the lexicon's medical tests read it."""
 _SIDE_WORDS = ("left", "right", "both", "either", "one", "other", "side", "sides")
+_POSITION_WORDS = ("upper", "lower", "front", "middle", "top", "bottom", "anterior", "posterior", "lateral", "medial",
+                   "region", "regions", "area", "areas", "anatomy", "proper", "structure", "part", "parts", "actual",
+                   "thoracic", "thorax", "under", "below", "beneath", "above", "behind", "round", "across")
+"""Words that say where on a body part, not what is wrong there: a name made of parts and these ("chest and upper
+back", "anterior thoracic region", "back anatomy", UMLS's names of a site) names no complaint, and a clause of
+parts and these ("it's more in my side than my actual back, just under the ribs") says where, not what (it had
+raised chest pain, 0.60 from "chest and upper back", and with it a cardiac emergency)."""
 _PERIOD_DATE = re.compile(r"\b(?:last|latest|most recent|previous)\s+(?:menstrual\s+)?period\s+(?:was|started|came|"
                           r"began|finished|ended)\b", re.I)
 """The date of the last menstrual period ("my last period was two weeks ago"): a record of the menstrual history, not
@@ -109,6 +116,12 @@ crampy cramping heavy tight shooting niggling deep mild bad terrible awful horri
 horrid nasty""".split())
 """A pain's qualities: a clause of them alone ("a dull ache", "sharp, stabbing pain") describes the pain the turn
 named, and by meaning it is near a short pain name (a dull ache: headache)."""
+
+
+_PRESSURE_WORDS = frozenset("""crushing squeezing pressing gripping pressure weight heaviness tightness band vice
+feeling sensation like""".split())
+"""How a patient describes a pain without the word ("a crushing feeling", "like a weight pressing"): with a site
+whose pain MediTOD names (chest, head, jaw), they say that pain."""
 
 
 _URINE_WORD = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|piss\w*|water|bladder|micturi\w*|nappy|nappies|"
@@ -281,6 +294,7 @@ class ConceptMatcher:
         it."""
         words = [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
         return bool(words) and all(w in self._part_words or singular(w) in self._part_words or w in _SIDE_WORDS
+                                   or w in _POSITION_WORDS
                                    for w in words)
 
     @staticmethod
@@ -305,6 +319,26 @@ class ConceptMatcher:
             return None
         return name
 
+    def _quality_at_site(self, clause: str) -> str | None:
+        """The pain a clause names by its quality at a site whose pain MediTOD names (``SITE_VALUES``: chest pain,
+        headache, jaw pain): every content word is a pain's quality (:data:`_PAIN_QUALITY`, :data:`_PRESSURE_WORDS`),
+        a place or a position, with at least one quality and one such site ("there's a crushing feeling in the middle
+        of my chest", "a throbbing pressure in my head"). By meaning such a clause is nearer the site's anatomy
+        ("front of thorax") than any complaint, and the lexicon needs the pain's own word."""
+        text = clause.lower().replace("'", " ")
+        sites = {site for p in phrase_hits(text, self.lexicon.locations) if (site := site_of(p)) is not None}
+        if len(sites) != 1:
+            return None
+        rest = self._places_and_sides.sub(" ", text)
+        words = [w for w in _WORD.findall(rest) if w not in STOP_WORDS and len(w) > 1]
+        qualities = [w for w in words if w in _PAIN_QUALITY or w in _PRESSURE_WORDS]
+        if not qualities or any(w not in _PAIN_QUALITY and w not in _PRESSURE_WORDS for w in words):
+            return None
+        if all(w in ("feeling", "sensation", "like", "bit", "little", "really", "kind", "sort", "constant", "mild",
+                     "deep", "bad") for w in qualities):
+            return None  # "a funny feeling in my chest" says no pain
+        return SITE_VALUES[sites.pop()]
+
     def _only_places(self, clause: str) -> bool:
         """Whether a clause names body parts and nothing said of them ("... it goes into my jaw and my left arm": the
         fragment "and my left arm" is where the pain goes, not weakness of the arm): with its places and sides taken
@@ -319,7 +353,7 @@ class ConceptMatcher:
 
     @cached_property
     def _places_and_sides(self) -> re.Pattern[str]:
-        words = [*sorted(self.lexicon.locations, key=len, reverse=True), *_SIDE_WORDS]
+        words = [*sorted(self.lexicon.locations, key=len, reverse=True), *_SIDE_WORDS, *_POSITION_WORDS]
         return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b")
 
     def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
@@ -370,6 +404,11 @@ class ConceptMatcher:
             clauses.append(c)
         if not clauses:
             return []
+        hits: dict[tuple[str, str], ConceptHit] = {}
+        for c in clauses:  # "a crushing feeling in the middle of my chest": a pain's quality said at its site
+            if (value := self._quality_at_site(c.text)) is not None and not c.family and not c.historical:
+                status = "negative" if c.negated else "unknown" if c.uncertain else "positive"
+                hits[("symptom", value)] = ConceptHit(value, status, c.text, "a pain's quality at its site", 1.0)
         texts, owner = [], []  # each clause glossed, and the plain words the glossary put in, alone
         for ci, c in enumerate(clauses):
             plain, put = glossed(c.text)
@@ -385,7 +424,6 @@ class ConceptMatcher:
                 texts.append(t)
                 owner.append(ci)
         emb = (self.encoder or default_encoder()).embed(texts)
-        hits: dict[tuple[str, str], ConceptHit] = {}
         for kind, (refs, ref_emb) in (("symptom", self.references), (CONDITION, self.condition_references)):
             sims = emb @ ref_emb.T
             nearest = [refs[int(np.argmax(row))][0] for row in sims]

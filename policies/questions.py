@@ -90,9 +90,10 @@ def _has(item: dict, base: str, check: str) -> bool:
     return any(item.get(n) not in (None, "", []) for n in names)
 
 
-ANSWERED_BY = {("symptom", "amenorrhea"): ("medical_history", "pregnancy")}
-"""Items another positive item answers: a woman who says she is pregnant has missed her periods, and asking her
-"any missed periods?" tells a clinician the interview did not listen."""
+ANSWERED_BY = {("symptom", "amenorrhea"): ("medical_history", "pregnancy"), ("symptom", "chills"): ("symptom", "rigor")}
+"""Items another positive item answers: a woman who says she is pregnant has missed her periods, and one who has
+been shivering uncontrollably (rigors) has had chills; asking her "any missed periods?" or "any chills?" tells a
+clinician the interview did not listen (a walkthrough's patient: "Well I told you about the shivering")."""
 
 
 def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:

@@ -1378,3 +1378,13 @@ def test_where_a_pain_is_said_with_positions_only_invents_nothing(nlu):
     asked = [{"action": "inquire", "symptom": [{"value": "night sweats"}, {"value": "unexplained weight loss"}]}]
     s = slots(nlu.frames("It's more in my side than my actual back, just under the ribs on the right.", asked, state))
     assert "chest pain" not in values(s, "positive_symptom"), s
+
+
+def test_a_denial_in_a_reply_does_not_deny_the_complaint_said_beside_it(nlu):
+    """"No, I can pass water fine, it just stings" to a cauda equina screen: no trouble passing urine, and the
+    stinging the patient came with is not denied (the whole sentence is near "stings when I pee" and had taken the
+    "no" of its first clause, a wrong status on the chief complaint)."""
+    state = {"positive_symptom": [{"value": "dysuria", "onset": "two days ago"}]}
+    asked = [{"action": "inquire", "symptom": [{"value": "urinary retention"}, {"value": "urinary incontinence"}]}]
+    s = slots(nlu.frames("No, nothing like that, I can pee fine, it just stings.", asked, state))
+    assert "dysuria" not in values(s, "negative_symptom"), s

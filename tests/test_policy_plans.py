@@ -557,3 +557,12 @@ def test_followup_with_ask_must_be_true_or_false(tmp_path):
                    "    followup: {habit: [frequency]}\n    followup_with_ask: sometimes\n")
     with pytest.raises(QuestionnaireConfigError, match="followup_with_ask"):
         load_questionnaire_config(cfg)
+
+
+def test_rigors_answer_any_chills():
+    """A patient shivering uncontrollably (rigors) has had chills: "any chills?" is not asked of her."""
+    from agent.core.ontology import default_vocabulary
+
+    vocab = default_vocabulary()
+    assert answered({"positive_symptom": [{"value": "rigor"}]}, Question("symptom", "chills"), vocab)
+    assert not answered({"positive_symptom": [{"value": "fever"}]}, Question("symptom", "chills"), vocab)

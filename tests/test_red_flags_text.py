@@ -341,3 +341,13 @@ def test_no_faculty_in_a_part_is_its_loss_not_a_denial(store, said, value, statu
     assert got == status, (said, found)
     if rule:
         assert rule in [f["id"] for f in st.red_flags], said
+
+
+def test_a_reply_that_denies_the_sign_meets_no_description_that_denies_only_its_pain():
+    """"Blood in my urine but no pain" (painless haematuria) affirms the sign: a reply denying the blood ("No blood,
+    but my wee's gone cloudy") is compared by what it affirms, and raises no cancer warning; the sign said painless
+    still does."""
+    from agent.core.safety import check_text_flags
+
+    assert not [f.id for f in check_text_flags("No blood at all, but my wee's gone cloudy and it smells.")]
+    assert "cancer_warning_signs" in [f.id for f in check_text_flags("There's blood in my wee but it doesn't hurt.")]

@@ -184,7 +184,7 @@ class RuleSet:
         up"). A clause that denies something is matched on the recall-first low path by such a description only."""
         texts = [d for _, d, _ in self.references[0]]
         denies = {c.text.lower(): c.denies for d in dict.fromkeys(texts) for c in self.clauses.clauses(d)}
-        return np.array([denies.get(d.lower(), False) for d in texts], dtype=bool)
+        return np.array([denies.get(d.lower(), False) and not _PAINLESS_TAIL.search(d) for d in texts], dtype=bool)
 
     @cached_property
     def references(self) -> tuple[list[tuple[int, str, bool]], np.ndarray]:
@@ -195,6 +195,12 @@ class RuleSet:
         }
         refs = [(i, d, negated.get(d.lower(), False)) for i, d in rows]
         return refs, (self.encoder or default_encoder()).embed_references([d for _, d in rows])
+
+
+_PAINLESS_TAIL = re.compile(r"\bbut\s+(?:no\s+pain|it\s+(?:doesn't|does not|didn't|did not)\s+hurt)\W*$", re.I)
+"""A description that denies only the pain after what it affirms ("blood in my urine but no pain", painless
+haematuria): an affirming description, whose denial qualifies the sign. As a denying one it met a reply that denies
+the sign itself ("No blood, but my wee looks cloudy") by all its words, and raised the cancer warning."""
 
 
 def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | None = None) -> Condition:

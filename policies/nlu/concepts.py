@@ -461,6 +461,15 @@ class ConceptMatcher:
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:
                     hits[(base, value)] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)
+        # A denial belongs to the clause that says it: "No, I can pee fine, it just stings" denies trouble passing
+        # urine (its clause "I can pee fine"), and the sting the whole sentence is near (dysuria, 0.71) takes no "no"
+        # from it: a negative found only in a longer clause around another denied concept's clause is dropped (it
+        # had denied the chief complaint the patient had just told).
+        for key, h in list(hits.items()):
+            if h.status == "negative" and any(
+                    o.value != h.value and o.status == "negative" and o.clause != h.clause and o.clause in h.clause
+                    for o in hits.values()):
+                del hits[key]
         # One clause names one thing: "I've got angina" is the condition, not the symptom its words resemble
         # (angioedema). A symptom found in a clause that more nearly names a condition is dropped.
         named_best = {}

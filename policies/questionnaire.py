@@ -363,6 +363,7 @@ class Candidate:
     question: Question
     group: str | None = None  # a plan's red-flag rule, associated group or risk-factor slot: asked together
     conditional: bool = False  # an attribute asked with the question whether the patient has it ("if you do, ...")
+    filler: bool = False  # asked only in the room a question of its group leaves, never a turn of its own
 
     @property
     def topic(self) -> tuple:
@@ -650,8 +651,9 @@ class QuestionnairePolicy:
         for system in systems:  # a system's groups pack together, up to three items a turn, then their one checks
             asks = [a for g in plan.associated if g.system == system for a in g.ask]
             qs = [q for a in asks if (q := self._ask(state, a)) is not None]
-            for q in [*qs, *self._room_fillers(ctx, system, qs)]:
-                yield Candidate("associated_symptoms", q, f"group:{system}")
+            yield from (Candidate("associated_symptoms", q, f"group:{system}") for q in qs)
+            for q in self._room_fillers(ctx, system, qs):
+                yield Candidate("associated_symptoms", q, f"group:{system}", filler=True)
             for a in asks:
                 if (q := self._decisive(state, a)) is not None:
                     yield Candidate("associated_symptoms", q)
@@ -666,7 +668,8 @@ class QuestionnairePolicy:
             # the general questions of that topic join it ("... or any other medicines?", "how old are you? and your
             # sex?", "... travelled?"), and a filler takes the room its last question leaves
             mine = [q for a in risks if (q := self._ask(state, a)) is not None]
-            for q in [*joined, *self._risk_fillers(ctx, topic, allergy, [*mine, *joined])]:
+            yield from (Candidate("risk_factors", q, f"risk:{topic}") for q in joined)
+            for q in self._risk_fillers(ctx, topic, allergy, [*mine, *joined]):
                 yield Candidate("risk_factors", q, f"risk:{topic}")
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:
@@ -797,6 +800,8 @@ class QuestionnairePolicy:
         for cand in self.open_questions(ctx, plan):
             if cand.conditional and not open_tail(cand, picked):
                 continue  # its question whether did not make this turn: asked later, as a follow-up, if at all
+            if cand.filler and not any(not p.filler and p.group == cand.group for p in picked):
+                continue  # a filler takes the room a question of its group leaves, never a turn of its own
             same_item = any(
                 p.question.base == cand.question.base and p.question.value == cand.question.value for p in picked
             )

@@ -1388,3 +1388,13 @@ def test_a_denial_in_a_reply_does_not_deny_the_complaint_said_beside_it(nlu):
     asked = [{"action": "inquire", "symptom": [{"value": "urinary retention"}, {"value": "urinary incontinence"}]}]
     s = slots(nlu.frames("No, nothing like that, I can pee fine, it just stings.", asked, state))
     assert "dysuria" not in values(s, "negative_symptom"), s
+
+
+def test_a_condition_said_to_be_fine_is_kept_in_check_not_absent(nlu):
+    """"Has the metformin helped?" - "Yes, my sugars are generally fine": the diabetes is controlled, not denied (a
+    walkthrough's diabetic ended with negative diabetes)."""
+    state = {"positive_medical_history": [{"value": "diabetes mellitus"}],
+             "positive_medication": [{"value": "metformin", "respone_to": "diabetes mellitus"}]}
+    asked = ask("medication", "metformin", {"type": "impact"})
+    s = slots(nlu.frames("Yes, my sugars are generally fine.", asked, state, "Has the metformin helped?"))
+    assert "diabetes mellitus" not in values(s, "negative_medical_history"), s

@@ -566,3 +566,16 @@ def test_rigors_answer_any_chills():
     vocab = default_vocabulary()
     assert answered({"positive_symptom": [{"value": "rigor"}]}, Question("symptom", "chills"), vocab)
     assert not answered({"positive_symptom": [{"value": "fever"}]}, Question("symptom", "chills"), vocab)
+
+
+@pytest.mark.parametrize("plan_id", sorted(PLANS))
+def test_a_system_filler_never_takes_a_turn_of_its_own(with_plans, plan_id):
+    """The screening symptoms of a group's system fill the room its question leaves ("any palpitations, chest pain
+    or fainting?"); a turn of the associated symptoms always asks an item of the plan's own groups."""
+    plan = PLANS[plan_id]
+    _, past, stages, _ = interview(with_plans, denies, complaint_of(plan))
+    own = {(a.base, a.value) for g in plan.associated for a in g.ask}
+    for turn, stage in zip(past, stages, strict=True):
+        qs = [q for q in questions_of(turn) if q.screening]
+        if stage == "associated_symptoms" and qs and len(qs) == len(questions_of(turn)):
+            assert {(q.base, q.value) for q in qs} & own, (plan_id, qs)

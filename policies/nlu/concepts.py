@@ -96,7 +96,8 @@ _FUNCTION_VERDICT = re.compile(
     r"^(?:(?:and|but|so|also|oh|well|yes|yeah|no|nope)[\s,]+)*"
     r"(?:my|his|her|their|your|the)\s+(?P<f>[a-z][a-z' ]{2,30}?)"
     r"(?:['’]s|\s+(?:is|are|was|were|seems?|feels?|has been|have been|'s been|’s been))\s+"
-    r"(?:(?:absolutely|perfectly|totally|completely|all|still|just|pretty much|quite|been)\s+)*"
+    r"(?:(?:absolutely|perfectly|totally|completely|all|still|just|pretty much|quite|been|usually|generally|mostly|"
+    r"normally|always)\s+)*"
     r"(?:fine|normal|ok|okay|alright|all right|good|unaffected|perfect|no different|unchanged|"
     r"the same as (?:ever|always|usual|before)|as (?:good as )?(?:ever|always|usual))\b", re.I)
 """A function said to work, by its name ("my speech is normal", "his balance seems fine", "my waterworks are all
@@ -445,6 +446,8 @@ class ConceptMatcher:
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1], self._place_stems):
                     continue
+                if kind == CONDITION and self._said_to_be_fine(clause.text) is not None:
+                    continue  # "my sugars are usually fine": a condition kept in check, not one the patient lacks
                 if kind == "symptom" and (value in self._left_to_the_screen
                                           or self._elsewhere(clause.text, value, refs[best][1])
                                           or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4

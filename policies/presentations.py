@@ -98,7 +98,14 @@ def regions(location: str) -> frozenset[str]:
             free = re.sub(pattern, lambda m: "#" * len(m.group()), free)
     # a region named as a part of a place is in that place: the calf ("structure of calf of leg") is in the leg
     out |= {place(r.rsplit(" of ", 1)[-1]) for r in out if " of " in r and r != here}
+    if here in _LAY_FLANK:  # "a pain in my right side" is the flank the template NLG asks about as "your side"
+        out.add("flank")
     return frozenset(out)
+
+
+_LAY_FLANK = frozenset({"side", "right side", "left side", "loin", "right loin", "left loin"})
+"""A side of the body said of where it is, and the loin: the flank, in lay words (a walkthrough's patient with a
+right loin ache was asked "any pain in your side?")."""
 
 
 def _named(wanted: str) -> frozenset[str]:

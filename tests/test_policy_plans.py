@@ -579,3 +579,11 @@ def test_a_system_filler_never_takes_a_turn_of_its_own(with_plans, plan_id):
         qs = [q for q in questions_of(turn) if q.screening]
         if stage == "associated_symptoms" and qs and len(qs) == len(questions_of(turn)):
             assert {(q.base, q.value) for q in qs} & own, (plan_id, qs)
+
+
+def test_a_pain_in_the_right_side_is_the_flank_the_plan_asks_about(with_plans):
+    """"Any pain in your side?" (the flank) is not asked of a patient who said her ache is in her right side."""
+    state = {"positive_symptom": [{"value": "pain", "location": ["right side", "back"]}]}
+    assert answered(state, Question("symptom", "pain", "location", ("flank",)), with_plans.vocab)
+    assert not answered({"positive_symptom": [{"value": "pain", "location": ["chest"]}]},
+                        Question("symptom", "pain", "location", ("flank",)), with_plans.vocab)

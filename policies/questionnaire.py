@@ -668,8 +668,7 @@ class QuestionnairePolicy:
             # the general questions of that topic join it ("... or any other medicines?", "how old are you? and your
             # sex?", "... travelled?"), and a filler takes the room its last question leaves
             mine = [q for a in risks if (q := self._ask(state, a)) is not None]
-            yield from (Candidate("risk_factors", q, f"risk:{topic}") for q in joined)
-            for q in self._risk_fillers(ctx, topic, allergy, [*mine, *joined]):
+            for q in [*joined, *self._risk_fillers(ctx, topic, allergy, [*mine, *joined])]:
                 yield Candidate("risk_factors", q, f"risk:{topic}")
             for a in risks:
                 if a.check is not None and (found := self._decisive_record(state, a)) is not None:

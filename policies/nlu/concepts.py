@@ -123,6 +123,8 @@ _PRESSURE_WORDS = frozenset("""crushing squeezing pressing gripping pressure wei
 feeling sensation like""".split())
 """How a patient describes a pain without the word ("a crushing feeling", "like a weight pressing"): with a site
 whose pain MediTOD names (chest, head, jaw), they say that pain."""
+_NO_PAIN_SAID = frozenset("feeling sensation like bit little really kind sort constant mild deep bad".split())
+"""Quality words that say no pain by themselves ("a funny feeling in my chest", "a bit of a sensation")."""
 
 
 _URINE_WORD = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|piss\w*|water|bladder|micturi\w*|nappy|nappies|"
@@ -335,8 +337,7 @@ class ConceptMatcher:
         qualities = [w for w in words if w in _PAIN_QUALITY or w in _PRESSURE_WORDS]
         if not qualities or any(w not in _PAIN_QUALITY and w not in _PRESSURE_WORDS for w in words):
             return None
-        if all(w in ("feeling", "sensation", "like", "bit", "little", "really", "kind", "sort", "constant", "mild",
-                     "deep", "bad") for w in qualities):
+        if all(w in _NO_PAIN_SAID for w in qualities):
             return None  # "a funny feeling in my chest" says no pain
         return SITE_VALUES[sites.pop()]
 

@@ -429,7 +429,34 @@ def test_a_guardians_report_is_the_patients_however_it_opens(store, said, relati
     assert rule in [f["id"] for f in talk(store, said).state().red_flags], said
 
 
+def test_a_pregnancy_told_by_its_test_and_a_pain_placed_low_down_raise_the_ectopic_emergency(store):
+    """A pregnancy said without the word (a positive test, in an utterance about a period) and a pain placed "low down"
+    with no part named (the lower abdomen) are what the ectopic-pregnancy rule reads from the state (NICE NG126). Said
+    of a part, "low down" is that part's."""
+    st = talk(store, "Missed my last period and the test from the chemist came back positive. Now there's a nasty "
+                     "pain low down on the right side.").state()
+    assert status_of(st.patient_state, "medical_history", "pregnancy") == "positive", st.patient_state
+    pain = next(it for status, it in cmas.slot_items(st.patient_state, "symptom") if it.get("value") == "pain")
+    assert "lower abdomen" in pain.get("location", []), pain
+    assert {f["id"]: f["level"] for f in st.red_flags}.get("ectopic_pregnancy") == "emergency", st.red_flags
+    st = talk(store, "I tested positive for covid at the weekend and there's an ache low down in my back.").state()
+    assert status_of(st.patient_state, "medical_history", "pregnancy") is None, st.patient_state
+    pain = next(it for status, it in cmas.slot_items(st.patient_state, "symptom") if it.get("value") == "pain")
+    assert pain.get("location") == ["back"], pain
+
+
+def test_a_wish_not_to_wake_is_suicidal_ideation_not_sleep_trouble(store):
+    """C-SSRS item 1 ("wish to be dead ... go to sleep and not wake up"), said as what would be easier: the state holds
+    the suicidal ideation the screen raised, and not the insomnia its words are near by meaning."""
+    session = talk(store, "Most evenings I feel it would be simpler all round if I never woke up again.")
+    st = session.state()
+    assert status_of(st.patient_state, "symptom", "suicidal ideation") == "positive", st.patient_state
+    assert status_of(st.patient_state, "symptom", "insomnia") is None, st.patient_state
+    assert {f["id"]: f["level"] for f in st.red_flags}.get("suicidal_ideation") == "emergency", st.red_flags
+
+
 @pytest.mark.parametrize("said", [
+    "My husband noticed the skin on my neck has a lump he didn't like.",
     "My wife says I snore and stop breathing at night.",
     "My dad has diabetes and my sister had a stroke last year.",
     "My daughter's fine, it's me who's got the cough.",

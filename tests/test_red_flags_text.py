@@ -238,6 +238,21 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     ("Sometimes I punch my thighs really hard to stop the thoughts.", "self_harm", True),
     ("I burnt my forearm on the grill at work last week.", "self_harm", False),
     ("I bit my tongue when I fell over.", "self_harm", False),
+    # a way of dying thought of (C-SSRS item 3: ideation with a method), with no word of suicide
+    ("Lately I keep thinking about walking out in front of a lorry on the bypass.", "suicidal_ideation", True),
+    ("I've considered throwing myself off the top of the cliffs near us.", "suicidal_ideation", True),
+    ("There have been days I planned to hang myself in the garage.", "suicidal_ideation", True),
+    ("I jumped off the bottom step and went over on my ankle.", "suicidal_ideation", False),
+    ("I stepped in front of a car last week but it stopped in time, gave me a fright.", "suicidal_ideation", False),
+    # the wish not to wake said as what would be better (C-SSRS item 1)
+    ("Honestly it would be a relief to never wake up.", "suicidal_ideation", True),
+    ("I'd rather I didn't wake up tomorrow.", "suicidal_ideation", True),
+    ("I hope I don't wake up coughing again tonight.", "suicidal_ideation", False),
+    # a weapon kept hidden and a threat of finishing someone (NICE NG10: access to weapons)
+    ("He's been hiding a machete in his wardrobe and muttering about the landlord.", "harm_to_others", True),
+    ("She told me she'll deal with that man once and for all.", "harm_to_others", True),
+    ("I'm going to sort my sleep out for good this time.", "harm_to_others", False),
+    ("We keep a bread knife in the kitchen drawer.", "harm_to_others", False),
 ])
 def test_a_rule_pattern_fires_on_what_it_describes_and_not_on_a_look_alike(said, rule, raised):
     """The rules' ``patterns``: word combinations a phrase list cannot spell, read by ConText like phrases."""

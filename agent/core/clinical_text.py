@@ -887,7 +887,9 @@ _OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m havi
                             r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b", re.I)
 # "My wife says I snore": the relative reports on the speaker, who is the patient (read in the opening clause: "Dad's
 # got a fever, he thought I was his brother" is his confusion, no report on the speaker).
-_REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?(?:I|I'm|I've|me|my)\b", re.I)
+_REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?"
+                            r"(?:(?:the|a|some)\s+\w+\s+(?:of|on|in)\s+)?(?:I|I'm|I've|me|my)\b", re.I)
+"""... or on a part of the speaker ("my wife noticed the whites of my eyes have gone yellow")."""
 # A present problem or an acute episode, as a guardian tells it ("my son's got", "she's been", "he keeps", "this
 # morning", "collapsed", "went stiff"); without one, "my mother has diabetes" and "my brother had a heart attack"
 # are family history.

@@ -873,6 +873,16 @@ def disclosed(flags: Iterable[dict[str, Any]], rules: RuleSet) -> list[str]:
     return out
 
 
+def disclosure_words(text: str, rules: RuleSet) -> list[str]:
+    """The words of ``text`` that a disclosure rule's phrases or patterns found (suicide, self-harm, harm to others:
+    ``hedge_keeps_level``) and raised: not denied, nor a relative's. A reader of ordinary complaints leaves them to the screen:
+    "it would be easier if I never woke up" is the wish to be dead, not the sleep trouble it is near by meaning."""
+    flags, _ = _phrase_flags(text, rules)
+    by_id = {r.id: r for r in rules.rules}
+    return list(dict.fromkeys(str(e["text"]) for f in flags.values() if by_id[f.id].hedge_keeps_level
+                              for e in f.evidence if e.get("match") in ("phrase", "pattern") and e.get("text")))
+
+
 def told_acts(text: str, rules: RuleSet) -> dict[str, list[str]]:
     """Disclosure symptom value -> the patient's own words, in ``text``, of what they did or plan, found by the
     disclosure rules' patterns (pills put aside, goodbye letters: C-SSRS preparatory behaviour). They answer the risk

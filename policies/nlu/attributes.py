@@ -547,6 +547,9 @@ def phrase_hits(text: str, table: dict[str, str]) -> list[str]:
 
 
 _SIDE_BEFORE = re.compile(r"\b(left|right)(?:[- ]hand(?:ed)?)?\s+$")
+_BARE_POSITIONS = frozenset({"low down", "lower down", "down low"})
+"""Phrases that place a pain by height alone: the lower abdomen only when the clause names no part of its own."""
+_SIDES = frozenset({"left side", "right side"})
 
 
 def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]:
@@ -555,7 +558,13 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
     examination, the stroke rule and the note need; the cards and the red-flag rules write a side this way, and
     ``knee(L)`` of the ontology reads as ``left knee``). ``sided``: the parts the ontology names with a side."""
     out = []
-    for start, _, phrase in _matches(text, table):
+    hits = _matches(text, table)
+    if any(p not in _BARE_POSITIONS and table[p] not in _SIDES for _, _, p in hits):
+        hits = [h for h in hits if h[2] not in _BARE_POSITIONS]  # "low down in my back": the back
+    # a side said of the part after it ("on my left hand") is that part's side, no place of its own
+    hits = [h for i, h in enumerate(hits) if not (table[h[2]] in _SIDES and i + 1 < len(hits)
+                                                  and not text[h[1]:hits[i + 1][0]].strip())]
+    for start, _, phrase in hits:
         one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase
         side = _SIDE_BEFORE.search(text[:start])
         out.append(f"{side.group(1)} {one}" if side and one in sided else table[phrase])
@@ -693,6 +702,20 @@ def past_job(text: str, asked: bool = False) -> dict | None:
     elif re.search(r"\bretired\b", text):
         out["when"] = "retired"
     return out
+
+
+_POSITIVE_TEST = re.compile(
+    r"\b(?:pregnancy test|test)\b[^.;!?]{0,40}?\b(?:came (?:up|back|out)|was|is|turned|showed|said)\s+"
+    r"(?:as\s+)?(?:positive|pregnant)\b|\bpositive (?:pregnancy |home )?test\b|\bfound out (?:i|she) (?:was|is|'m) "
+    r"expecting\b|\b(?:i'm|i am|she's|she is) expecting\s*(?:[.,;!?]|$|again\b|(?:a|our|my|her) (?:baby|first|second))")
+_PERIOD_WORD = re.compile(r"\b(?:periods?|pregnan\w*|expecting)\b")
+
+
+def pregnancy_test_positive(text: str) -> bool:
+    """A pregnancy told without the word: "my period's late and the test I did at home came up positive", "I found
+    out I was expecting". A positive test is the pregnancy's only when the utterance is about a period or a
+    pregnancy (a test positive for covid is not)."""
+    return bool(_POSITIVE_TEST.search(text)) and bool(_PERIOD_WORD.search(text))
 
 
 def travel(text: str) -> bool:

@@ -29,7 +29,7 @@ from agent.core.clinical_text import (
 )
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
-from agent.core.safety import disclosures
+from agent.core.safety import default_rules, disclosure_words, disclosures
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
 from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
@@ -176,9 +176,14 @@ class ClinicalNLU:
                 if pain is not None and h.base == "symptom" and attr.PAIN_WORD.search(h.matched):
                     pain.value = h.value
         known = {(m.base, m.value) for m in mentions}
+        # a disclosure's own words are no ordinary complaint: "it'd be easier not to wake up" is the wish to be dead
+        # the red-flag screen reads (its phrases and patterns), not the sleep trouble it is near by meaning
+        told = [w.lower() for w in disclosure_words(text, default_rules())]
         out = []
         for h in self.concepts.find(text, named, affirmed):
             if any(b == h.base and self.vocab.same(b, h.value, v) for b, v in known):
+                continue
+            if any(w in h.clause.lower() for w in told):
                 continue
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))

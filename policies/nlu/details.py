@@ -346,6 +346,9 @@ class DetailReader:
             frame.record("occupation").update({"value": j, "status": "true"})
         elif (was := attr.past_job(whole, asked="occupation" in asked_bases)) is not None:
             frame.record("occupation").update(was)
+        if attr.pregnancy_test_positive(whole) and not any(
+                v == "pregnancy" for (_, v) in frame.items):
+            frame.item("medical_history", "pregnancy", "positive")
         if back := attr.returned_from(text):
             frame.record("travel").update({"status": "traveled", "destination": back})
         elif attr.travel(whole):

@@ -875,8 +875,9 @@ def disclosed(flags: Iterable[dict[str, Any]], rules: RuleSet) -> list[str]:
 
 def disclosure_words(text: str, rules: RuleSet) -> list[str]:
     """The words of ``text`` that a disclosure rule's phrases or patterns found (suicide, self-harm, harm to others:
-    ``hedge_keeps_level``) and raised: not denied, nor a relative's. A reader of ordinary complaints leaves them to the screen:
-    "it would be easier if I never woke up" is the wish to be dead, not the sleep trouble it is near by meaning."""
+    ``hedge_keeps_level``) and raised: not denied, nor a relative's. A reader of ordinary complaints leaves them to the
+    screen: "it would be easier if I never woke up" is the wish to be dead, not the sleep trouble it is near by
+    meaning."""
     flags, _ = _phrase_flags(text, rules)
     by_id = {r.id: r for r in rules.rules}
     return list(dict.fromkeys(str(e["text"]) for f in flags.values() if by_id[f.id].hedge_keeps_level

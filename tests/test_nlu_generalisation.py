@@ -55,6 +55,18 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("I've been ever so thirsty since the weekend.", "symptom", "polydipsia"),
     ("On top of that I've been so thirsty.", "symptom", "polydipsia"),
     ("There was some blood in the sick this morning.", "symptom", "hematemesis"),
+    # everyday names of common complaints (NHS Health A-Z symptom pages' wording), said in other words
+    ("The skin on my face is yellow and my daughter says my eyes look yellow too.", "symptom", "jaundice"),
+    ("For a week now my pee's been dark, almost brown.", "symptom", "dark urine"),
+    ("I've noticed my poo's pale, like clay coloured.", "symptom", "pale stool"),
+    ("I've been trembling, my hands shake when I hold a cup.", "symptom", "tremor"),
+    ("Clumps of my hair are coming out in the shower.", "symptom", "hair loss"),
+    ("I've piled on weight since Christmas and I'm not eating more.", "symptom", "weight gain"),
+    ("Even in summer I'm always freezing, everyone else is fine.", "symptom", "cold intolerance"),
+    ("I'm up and down to the loo all day, it's driving me mad.", "symptom", "urinary frequency"),
+    ("Bright light hurts when the headache is on.", "symptom", "photophobia"),
+    ("She says she hears voices at night that nobody else hears.", "symptom", "hallucinations"),
+    ("I've lost interest in football and the pub, nothing gives me a lift.", "symptom", "anhedonia"),
 ])
 def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
     state = talk(store, said).state().patient_state
@@ -443,6 +455,17 @@ def test_a_pregnancy_told_by_its_test_and_a_pain_placed_low_down_raise_the_ectop
     assert status_of(st.patient_state, "medical_history", "pregnancy") is None, st.patient_state
     pain = next(it for status, it in cmas.slot_items(st.patient_state, "symptom") if it.get("value") == "pain")
     assert pain.get("location") == ["back"], pain
+
+
+def test_a_condition_named_in_a_likeness_is_not_had(store):
+    """Invented facts: "my stomach swells up as if I was pregnant" tells a swelling, not a pregnancy (which had been
+    recorded and raised the ectopic-pregnancy emergency); "like with my asthma" names the patient's asthma still."""
+    st = talk(store, "By the evening my stomach swells up as if I was pregnant, and it's been like that for months.")
+    state = st.state().patient_state
+    assert status_of(state, "medical_history", "pregnancy") is None, state
+    assert status_of(state, "symptom", "abdominal distension") == "positive", state
+    state = talk(store, "I get wheezy at night, like with my asthma when I was a kid.").state().patient_state
+    assert status_of(state, "medical_history", "asthma") == "positive", state
 
 
 def test_a_wish_not_to_wake_is_suicidal_ideation_not_sleep_trouble(store):

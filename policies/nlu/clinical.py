@@ -39,6 +39,7 @@ from policies.nlu.lexicon import Lexicon, default_lexicon
 from policies.nlu.mentions import (
     Mention,
     MentionFinder,
+    drop_likenesses,
     resolve_blood,
     resolve_drug_reaction,
     resolve_eye,
@@ -123,6 +124,7 @@ class ClinicalNLU:
         mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening,
                                                 proxy=proxy)
                            if text.strip() else ([], []))
+        mentions = drop_likenesses(mentions)
         second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second
         whole = attr.clean(text)

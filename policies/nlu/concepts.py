@@ -131,6 +131,12 @@ _URINE_WORD = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|piss\w*|
                          r"oliguria|polyuria|nocturia|dysuria|hematuria|haematuria|stream|dribbl\w*)\b", re.I)
 
 
+_URINARY = frozenset({"oliguria", "anuria", "polyuria", "nocturia", "urinary frequency", "urinary retention",
+                      "difficulty passing urine", "urinary incontinence"})
+"""Troubles of passing urine: by meaning they are reached from "the toilet" or "the loo" alone (whose references say
+them so: "always going to the toilet"), which may be the bowels."""
+
+
 _FACTOR_OF_IT = re.compile(
     r"^\W*(?:(?:and|but|so|also|oh)\s+)*(?:it|it's|its|it is|it gets|it's got|this|that|they|they're|the pain"
     r"|the ache)\b"
@@ -453,8 +459,8 @@ class ConceptMatcher:
                                           or self._elsewhere(clause.text, value, refs[best][1])
                                           or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4
                                               and not PAIN_WORD.search(texts[ti]))
-                                          or (_URINE_WORD.search(refs[best][1]) and not _URINE_WORD.search(texts[ti])
-                                              and not _URINE_WORD.search(text))):
+                                          or ((_URINE_WORD.search(refs[best][1]) or value in _URINARY)
+                                              and not _URINE_WORD.search(texts[ti]) and not _URINE_WORD.search(text))):
                     # a short name of a pain needs a pain said: "my throat feels tight" is no "throat hurts"; and a
                     # description of passing urine needs urine (or the bladder) said in the turn: "I haven't been to
                     # the toilet since yesterday" may be the bowels (it had recorded oliguria, and with chills raised

@@ -402,6 +402,20 @@ def _elsewhere(part: str, target: str, places: Mapping[str, str]) -> bool:
     return bool(said) and not any(site in p.casefold() or p.casefold() in site for p in said)
 
 
+_LIKENESS = re.compile(r"\b(?:(?:look|looks|looked|looking|feel|feels|felt|feeling|as)\s+)?(?:like|as if|as though)"
+                       r"\s+(?:i|i'm|i am|i was|i've|i have|i had|i've got|he|he's|she|she's|you|you're|someone|"
+                       r"somebody|a person)\b[^,.;!?]{0,20}$", re.I)
+"""A likeness said before a condition: "I bloat up like I'm pregnant", "it felt as if I was having a heart attack"."""
+
+
+def drop_likenesses(mentions: list[Mention]) -> list[Mention]:
+    """A condition named in a comparison is no condition the patient has: "I bloat up like I'm pregnant" is a bloating,
+    not a pregnancy (which had raised the ectopic-pregnancy emergency), "it felt like I was having a heart attack"
+    the pain the clause tells. Symptoms keep theirs ("a pain like a band round my chest" is the pain)."""
+    return [m for m in mentions if not (m.base == "medical_history" and m.char_end > m.char_start
+                                        and _LIKENESS.search(m.sentence[:m.char_start]))]
+
+
 _SITES = (  # where blood comes from, by the words said around it -> the symptom value
     ("hemoptysis", re.compile(r"\b(?:cough\w*|phlegm|sputum|mucus|spit\w*|chest)\b")),
     ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),

@@ -67,6 +67,9 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("Bright light hurts when the headache is on.", "symptom", "photophobia"),
     ("She says she hears voices at night that nobody else hears.", "symptom", "hallucinations"),
     ("I've lost interest in football and the pub, nothing gives me a lift.", "symptom", "anhedonia"),
+    # a seizure said as "a fit", weight lost said as an amount
+    ("My husband went into a fit in the car park, his whole body jerking.", "symptom", "seizure"),
+    ("I've shed over eight kilos this year and I'm not on a diet.", "symptom", "unexplained weight loss"),
 ])
 def test_the_complaint_in_plain_words_is_understood(store, said, slot, value):
     state = talk(store, said).state().patient_state
@@ -455,6 +458,18 @@ def test_a_pregnancy_told_by_its_test_and_a_pain_placed_low_down_raise_the_ectop
     assert status_of(st.patient_state, "medical_history", "pregnancy") is None, st.patient_state
     pain = next(it for status, it in cmas.slot_items(st.patient_state, "symptom") if it.get("value") == "pain")
     assert pain.get("location") == ["back"], pain
+
+
+def test_epilepsy_is_a_history_and_if_anything_ends_a_denial(store):
+    """Wrong statuses: "no epilepsy" after a fit told denies the condition, not the fit the patient came with; "if
+    anything" turns a denial to its opposite ("I haven't lost weight, if anything I've put on weight")."""
+    session = talk(store, "My daughter had a fit at school an hour ago, all four limbs shaking.",
+                   "She's not got epilepsy, this has never happened before.")
+    state = session.state().patient_state
+    assert status_of(state, "symptom", "seizure") == "positive", state
+    assert status_of(state, "medical_history", "convulsion") == "negative", state
+    state = talk(store, "No, I haven't lost any weight, if anything I've put on weight this year.").state().patient_state
+    assert status_of(state, "symptom", "weight gain") == "positive", state
 
 
 def test_a_condition_named_in_a_likeness_is_not_had(store):

@@ -248,6 +248,13 @@ def test_a_lost_function_said_as_a_negation_is_a_stroke_sign_and_a_lasting_tingl
     ("Honestly it would be a relief to never wake up.", "suicidal_ideation", True),
     ("I'd rather I didn't wake up tomorrow.", "suicidal_ideation", True),
     ("I hope I don't wake up coughing again tonight.", "suicidal_ideation", False),
+    ("Yesterday I gave my guitar and all my books away to my mates, I won't need them.", "suicidal_ideation", False),
+    ("Last week I gave all my stuff away, I've sorted everything out now.", "suicidal_ideation", True),
+    ("I've been slashing my forearms with a razor blade when it gets too much.", "self_harm", True),
+    ("I sliced my thumb on a tin lid making tea.", "self_harm", False),
+    # the breath of ketoacidosis (NHS: "smells fruity, like pear drop sweets or nail varnish")
+    ("I'm diabetic, I've been vomiting since last night and my husband says my breath smells of pear drops.",
+     "hyperglycaemia", True),
     # a weapon kept hidden and a threat of finishing someone (NICE NG10: access to weapons)
     ("He's been hiding a machete in his wardrobe and muttering about the landlord.", "harm_to_others", True),
     ("She told me she'll deal with that man once and for all.", "harm_to_others", True),

@@ -66,7 +66,11 @@ def conversation_rules() -> list[Any]:
               "wouldn't say", "would not say", "wouldn't call", "would not call", "wouldn't describe"]
     rules = [ConTextRule(p, "NEGATED_EXISTENCE", direction="FORWARD", max_scope=8) for p in neg]
     rules += [ConTextRule(p, "POSSIBLE_EXISTENCE", direction="FORWARD", max_scope=8) for p in unsure]
-    terminators = ("but", "except", "although", "though", "however", "just", "only", "other than")
+    # "if anything" turns to the opposite ("I haven't lost weight, if anything I've put some on"), "in fact" to
+    # what is so instead ("no fever, in fact I've been cold"); not "actually", said inside a denial ("I don't
+    # actually smoke")
+    terminators = ("but", "except", "although", "though", "however", "just", "only", "other than", "if anything",
+                   "in fact")
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
@@ -896,7 +900,7 @@ _REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:th
 _PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?:morning|afternoon|evening|week)|"
                       r"yesterday|last night|since|for the (?:past|last)|now|just|suddenly|keeps?|started|began|"
                       r"is|are|has been|have been|won't|can't|cannot|doesn't|isn't|hasn't|collapsed|blacked out|"
-                      r"passed out|fainted|fell|went|woke|seems|looks)\b", re.I)
+                      r"passed out|fainted|fell|went|woke|seems|looks|(?:minutes?|hours?|days?) ago)\b", re.I)
 _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
 knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight

@@ -83,6 +83,9 @@ _SINCE_TIME = re.compile(
     rf"(?!\w)")
 """An onset said as a time of day after "since" ("since about four this morning", "since lunchtime yesterday"): a
 bare number needs its o'clock or its part of the day ("since two" tells no time)."""
+_LONG_AGO = re.compile(r"\b((?:many\s+|some\s+)?(?:years|decades|ages|yonks|a long time|a good while)\s+ago)\b")
+"""A past said without a number ("years ago I coughed up a bit of blood"): the patient's words, which the red-flag
+screen reads as long past (``agent.core.safety.onset_days``)."""
 _RELATIVE = re.compile(
     r"\b(?:started|began|came on|noticed it|start)\s+(?:on\s+|just\s+)?(yesterday|last night|this morning|"
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
@@ -393,6 +396,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
         return m.group(1)
     if m := _CLOCK_ONSET.search(text):
         return m.group(1)
+    if m := _LONG_AGO.search(text):
+        return m.group(1)
     if m := _WOKE_WITH.search(text):
         return m.group(1)
     if m := _CHILDHOOD.search(text):
@@ -623,8 +628,11 @@ def stated_age(text: str) -> str | None:
 
 
 def bare_age(text: str) -> str | None:
-    """An age given as a bare number, when the doctor asked for it ("Sure, 39.")."""
-    m = re.search(r"\b(\d{1,3})\b", with_digits(text))
+    """An age given as a bare number, when the doctor asked for it ("Sure, 39."). A number that counts something after
+    it ("all four limbs", "two days", "3 times") or follows a time word ("an hour ago", "at 3") is no age."""
+    m = re.search(r"(?<!\bat )(?<!\bby )\b(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'clock\b|(?:limbs?|times?|days?|"
+                  r"hours?|minutes?|mins?|weeks?|kids|children|tablets|pills|cups|mugs|pints|units|cigarettes|fags|"
+                  r"pounds|stones?|kilos|kg|lbs|a day|a week)\b))", with_digits(text))
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 

@@ -180,12 +180,14 @@ class ClinicalNLU:
         known = {(m.base, m.value) for m in mentions}
         # a disclosure's own words are no ordinary complaint: "it'd be easier not to wake up" is the wish to be dead
         # the red-flag screen reads (its phrases and patterns), not the sleep trouble it is near by meaning
-        told = [w.lower() for w in disclosure_words(text, default_rules())]
+        low = text.lower()
+        told = [(at, at + len(w)) for w in disclosure_words(text, default_rules()) if (at := low.find(w.lower())) >= 0]
         out = []
         for h in self.concepts.find(text, named, affirmed):
             if any(b == h.base and self.vocab.same(b, h.value, v) for b, v in known):
                 continue
-            if any(w in h.clause.lower() for w in told):
+            at = low.find(h.clause.lower())
+            if at >= 0 and any(a < at + len(h.clause) and at < b for a, b in told):
                 continue
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))

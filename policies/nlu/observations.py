@@ -245,6 +245,21 @@ _LUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_WEIGHT_LOST = re.compile(
+    r"\b(?P<c>(?:lost|dropped|shed|losing|dropping|shedding|gone down)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|"
+    r"over\s+|more than\s+|roughly\s+|like\s+|maybe\s+|a good\s+)?(?:a|half a|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve|fifteen|twenty|a couple of|a few|several|\d+(?:\.\d+)?)\s*(?:and a half\s+)?"
+    r"(?:stones?|st|kilos?|kgs?|kilograms?|pounds|lbs?|dress sizes?|clothes sizes?|sizes?)\b)", re.I)
+"""Weight lost said as an amount ("I've lost about ten kilos", "dropped two dress sizes"): the NHS asks "have you lost
+weight without trying?"; the amount says the loss, whether or not the patient says "weight"."""
+_A_FIT = re.compile(r"\b(?:had|has|have|having|took|gone into|went into|going into)\s+(?:a|another|two|three|a few|"
+                    r"some|several|his|her|their)?\s*(?:bad\s+|big\s+|funny\s+|sort of\s+|kind of\s+)?(?P<c>fits?)\b"
+                    r"(?!\s+(?:and\s+(?:healthy|well)|of\s+(?:laughter|giggles|coughing|sneezing|rage|temper|pique)|"
+                    r"for\b|to\b))", re.I)
+"""A seizure said as "a fit" ("she had a fit at school", "he's having fits"; NICE NG217's lay word): "fit and
+healthy", "a coughing fit" and "a fit of laughter" are no seizure, and "fit" alone is too often the adjective."""
+
+
 def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
@@ -261,6 +276,8 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:seizure") for m in _A_FIT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss") for m in _WEIGHT_LOST.finditer(text)]
     for pattern in _BLURRED_SIGHT:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:visual impairment") for m in pattern.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")

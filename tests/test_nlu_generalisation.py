@@ -468,7 +468,8 @@ def test_epilepsy_is_a_history_and_if_anything_ends_a_denial(store):
     state = session.state().patient_state
     assert status_of(state, "symptom", "seizure") == "positive", state
     assert status_of(state, "medical_history", "convulsion") == "negative", state
-    state = talk(store, "No, I haven't lost any weight, if anything I've put on weight this year.").state().patient_state
+    said = "No, I haven't lost any weight, if anything I've put on weight this year."
+    state = talk(store, said).state().patient_state
     assert status_of(state, "symptom", "weight gain") == "positive", state
 
 

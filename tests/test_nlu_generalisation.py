@@ -67,6 +67,10 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("Bright light hurts when the headache is on.", "symptom", "photophobia"),
     ("She says she hears voices at night that nobody else hears.", "symptom", "hallucinations"),
     ("I've lost interest in football and the pub, nothing gives me a lift.", "symptom", "anhedonia"),
+    # FAST, meningism and confusion as the NHS pages put them to patients
+    ("Her smile's gone lopsided since lunchtime.", "symptom", "facial paralysis"),
+    ("He won't let me bring his chin onto his chest, it's too sore.", "symptom", "neck stiffness"),
+    ("Since this morning Dad's been talking gibberish.", "symptom", "confusion"),
     # a seizure said as "a fit", weight lost said as an amount
     ("My husband went into a fit in the car park, his whole body jerking.", "symptom", "seizure"),
     ("I've shed over eight kilos this year and I'm not on a diet.", "symptom", "unexplained weight loss"),

@@ -947,8 +947,8 @@ def proxy_subject(text: str) -> str | None:
     lead = i  # "Since this morning my grandad ...", "Out of nowhere today my wife ...": when, then who
     while lead < len(words) and lead - i < 8 and words[lead] in _TIME_LEAD_IN:
         lead += 1
-    if lead < len(words) and words[lead] == "my":
-        i = lead
+    if lead < len(words) and (words[lead] == "my" or (lead > i and words[lead].removesuffix("'s") in GUARDED)):
+        i = lead  # "... my grandad", or a bare kin word ("Since this morning Dad's been talking gibberish")
     if i < len(words) and words[i] == "my":
         i += 1
     while i + 1 < len(words) and words[i] in _KIN_MODIFIERS:

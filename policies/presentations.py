@@ -98,6 +98,9 @@ def regions(location: str) -> frozenset[str]:
             free = re.sub(pattern, lambda m: "#" * len(m.group()), free)
     # a region named as a part of a place is in that place: the calf ("structure of calf of leg") is in the leg
     out |= {place(r.rsplit(" of ", 1)[-1]) for r in out if " of " in r and r != here}
+    # a region whose name holds a place is in it: "low down" is the "lower abdomen", in the "abdomen"
+    words = default_lexicon().locations
+    out |= {place(words[w]) for r in list(out) if r != here and " " in r for w in r.split() if w in words}
     if here in _LAY_FLANK:  # "a pain in my right side" is the flank the template NLG asks about as "your side"
         out.add("flank")
     return frozenset(out)

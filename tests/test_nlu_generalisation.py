@@ -477,6 +477,22 @@ def test_epilepsy_is_a_history_and_if_anything_ends_a_denial(store):
     assert status_of(state, "symptom", "weight gain") == "positive", state
 
 
+def test_a_jaundiced_patient_is_warned_for_and_her_pale_stools_raise_no_bleed(store):
+    """A walkthrough's painless jaundice: the itch had taken her into the rash plan, "stools gone pale, greyish" had
+    raised the GI-bleeding emergency (0.75 from "my stools have turned black") and cola-coloured urine had been a
+    haematuria. Jaundice is a cancer warning (NICE NG12 1.2.5) and an abdominal presentation; pale stools and dark
+    urine are what they are; a hedge after a denial ("not really pain, maybe a dull ache") leaves the ache had."""
+    session = talk(store, "I'm 72 and my husband says my face has gone a yellow colour, and my eyes are yellow too.",
+                   "My poo's gone a pale putty colour and it floats, and my wee looks like cola.",
+                   "Not really a pain, maybe a dull ache under my ribs now and then.")
+    st = session.state()
+    flags = {f["id"] for f in st.red_flags}
+    assert "cancer_warning_signs" in flags and "gastrointestinal_bleeding" not in flags, st.red_flags
+    for value in ("jaundice", "pale stool", "dark urine", "pain"):
+        assert status_of(st.patient_state, "symptom", value) == "positive", (value, st.patient_state)
+    assert status_of(st.patient_state, "symptom", "hematuria") is None, st.patient_state
+
+
 def test_a_condition_named_in_a_likeness_is_not_had(store):
     """Invented facts: "my stomach swells up as if I was pregnant" tells a swelling, not a pregnancy (which had been
     recorded and raised the ectopic-pregnancy emergency); "like with my asthma" names the patient's asthma still."""

@@ -47,7 +47,7 @@ def statuses(nlu: ClinicalNLU, text: str, later: bool = False) -> dict[str, str]
 @pytest.mark.parametrize(("said", "value"), [
     ("When I went to the loo my pee was bright pink.", "hematuria"),
     ("There's been reddish urine the last couple of days.", "hematuria"),
-    ("My wee has gone the colour of cola.", "hematuria"),
+    ("My wee has gone the colour of cola.", "dark urine"),  # not a bleeding said: dark urine (HPO, NHS Jaundice)
     ("My poo's been coming out black as anything.", "melena"),
     ("The stools are dark and tarry.", "melena"),
     ("I've been bringing up phlegm that's streaked pink.", "hemoptysis"),

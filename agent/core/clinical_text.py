@@ -71,6 +71,11 @@ def conversation_rules() -> list[Any]:
     # actually smoke")
     terminators = ("but", "except", "although", "though", "however", "just", "only", "other than", "if anything",
                    "in fact")
+    # a hedge after a denial takes part of it back ("not really pain, maybe a dull ache now and then"): what follows
+    # is no longer denied (the hedge itself is read as the uncertainty cue it is)
+    rules.append(ConTextRule(", maybe", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";", "-"]}}, {"LOWER": {"IN": ["maybe", "perhaps", "possibly"]}},
+        {"LOWER": {"IN": ["a", "an", "some", "the", "just"]}}]))  # not a hedge on when ("maybe fifteen years ago")
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[

@@ -36,7 +36,7 @@ _FLUIDS: dict[str, str] = {
     "sputum": r"phlegm|sputum|spit|mucus|snot|what i cough up|what i'm coughing up|what i bring up",
 }
 _RED = r"red|reddish|reddy|pink|pinky|pinkish|rosé|rose-coloured|rose-colored|bloody|blood-stained|bloodstained|" \
-       r"blood-streaked|blood-tinged|red-tinged|pink-tinged|streaked red|streaked pink|crimson|maroon|cola|coca-cola"
+       r"blood-streaked|blood-tinged|red-tinged|pink-tinged|streaked red|streaked pink|crimson|maroon"
 _BLACK = r"black|tarry|tar-like|like tar|jet black|pitch black"
 _COFFEE = r"coffee grounds|coffee-grounds"
 
@@ -48,8 +48,11 @@ _BLEEDING_OF: tuple[tuple[str, str, str], ...] = (
     ("stool", _RED, "rectal bleeding"),
     ("vomit", f"{_RED}|{_COFFEE}", "hematemesis"),
     ("sputum", _RED, "hemoptysis"),
-    # not a bleeding, read the same way: NICE CKS UTI (cloudy urine)
+    # not a bleeding, read the same way: NICE CKS UTI (cloudy urine); urine the colour of cola or strong tea is dark
+    # urine (HPO "Dark urine", the NHS Jaundice page's "dark pee"), which a clinician reads with the rest (jaundice,
+    # a nephritis); as a bleeding it had raised a cancer warning for a jaundiced patient
     ("urine", r"cloudy|murky|milky|turbid", "cloudy urine"),
+    ("urine", r"cola|coca-cola|coke|brown|tea-coloured|tea-colored|colour of tea|color of tea|strong tea", "dark urine"),
 )
 
 

@@ -71,6 +71,9 @@ def status_of(state: dict, slot: str, value: str) -> str | None:
     ("Her smile's gone lopsided since lunchtime.", "symptom", "facial paralysis"),
     ("He won't let me bring his chin onto his chest, it's too sore.", "symptom", "neck stiffness"),
     ("Since this morning Dad's been talking gibberish.", "symptom", "confusion"),
+    # a part that troubles its owner, in everyday idioms: a pain there
+    ("My shoulder's been giving me gyp since I painted the ceiling.", "symptom", "pain"),
+    ("Both hips have been playing up all winter.", "symptom", "pain"),
     # a seizure said as "a fit", weight lost said as an amount
     ("My husband went into a fit in the car park, his whole body jerking.", "symptom", "seizure"),
     ("I've shed over eight kilos this year and I'm not on a diet.", "symptom", "unexplained weight loss"),

@@ -12,6 +12,11 @@ from agent.app.sessions import SessionStore
 from agent.core.safety import check_text_flags, default_rules
 
 CASES = {
+    "back_pain_with_cancer_features": (
+        ["I'm 68, my back has ached for two months and I've lost a stone without trying.",
+         "I'm 60 and had bowel cancer three years ago, and now my lower back hurts all the time."],
+        "I'm 68 and my back aches after gardening, but I haven't lost any weight and I've never had cancer.",
+    ),
     "chest_pain_with_dyspnea": (
         ["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
         "I have no chest pain and I'm not short of breath.",

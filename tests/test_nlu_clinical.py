@@ -959,6 +959,15 @@ def test_a_score_said_in_a_sentence_answers_the_severity_asked(nlu, reply, sever
     assert slots(nlu.frames(reply, asked, state))["positive_symptom"][0]["severity"] == severity
 
 
+def test_a_score_said_unasked_with_its_article_is_the_severity(nlu):
+    """A walkthrough's "a constant gnawing ache, about a seven" (said to a question about something else) was asked
+    again as "how bad is it, from 1 to 10?"; "about a seven-hour drive" rates nothing."""
+    s = slots(nlu.frames("The headache is there all day, I'd say about an eight, tablets don't help."))
+    assert s["positive_symptom"][0].get("severity") == "8", s
+    s = slots(nlu.frames("The headache started on the way back, about a seven hour drive."))
+    assert "severity" not in s["positive_symptom"][0], s
+
+
 @pytest.mark.parametrize("reply", ["Since about 4 this afternoon", "I've taken 2 paracetamol", "For 3 days now"])
 def test_a_number_that_counts_something_else_is_no_severity(nlu, reply):
     state = {"positive_symptom": [{"value": "headache"}]}

@@ -187,6 +187,11 @@ _FREQ = [
 _SEVERITY_NUM = re.compile(
     r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\s*(?:/|out of|over)\s*(?:10|ten)\b"
 )
+_A_SCORE = re.compile(
+    r"\b(?:about|around|like|maybe|probably|at least|easily|more like)\s+(?:an?\s+)(?:solid\s+|good\s+|strong\s+)?"
+    r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b(?![-\w]|\s+(?:minutes?|hours?|days?|weeks?|"
+    r"months?|years?|miles?|pack|times?|o'clock|am|pm|in the|at night|on)\b)")
+"""A score said unasked with its article ("a constant gnawing ache, about a seven"): a number said so is a rating."""
 _SEVERITY_WORD = re.compile(r"\b(mild|moderate|severe|excruciating|unbearable)\b")
 _BARE_NUMBER = re.compile(
     r"^\W*(?:uh|um|er|i'd say|i would say|probably|maybe|about|around|like|\s)*"
@@ -437,6 +442,8 @@ def severity(text: str, asked: bool = False) -> str | None:
             if (r := _RANGE_END.match(text, m.end())) and int(n) < int(hi := _WORD_NUMBERS.get(r[1], r[1])) <= 10:
                 return f"{n}-{hi}"
             return n
+    if (m := _A_SCORE.search(text)) and int(n := _WORD_NUMBERS.get(m.group(1), m.group(1))) <= 10:
+        return n
     if m := _SEVERITY_WORD.search(text):
         return m.group(1)
     return None

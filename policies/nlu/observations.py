@@ -52,7 +52,8 @@ _BLEEDING_OF: tuple[tuple[str, str, str], ...] = (
     # urine (HPO "Dark urine", the NHS Jaundice page's "dark pee"), which a clinician reads with the rest (jaundice,
     # a nephritis); as a bleeding it had raised a cancer warning for a jaundiced patient
     ("urine", r"cloudy|murky|milky|turbid", "cloudy urine"),
-    ("urine", r"cola|coca-cola|coke|brown|tea-coloured|tea-colored|colour of tea|color of tea|strong tea", "dark urine"),
+    ("urine", r"cola|coca-cola|coke|brown|tea-coloured|tea-colored|colour of tea|color of tea|strong tea",
+     "dark urine"),
 )
 
 
@@ -257,9 +258,10 @@ _WEIGHT_LOST = re.compile(
 weight without trying?"; the amount says the loss, whether or not the patient says "weight"."""
 _TROUBLE_FROM = re.compile(
     r"\b(?:back|neck|knees?|hips?|shoulders?|legs?|arms?|feet|foot|ankles?|wrists?|hands?|elbows?|chest|stomach|tummy|"
-    r"belly|head|joints?|teeth|tooth|jaw|ears?|eyes?|throat|side)(?:['’]s)?\s+(?:(?:has|have|is|are|'s|'ve)\s+)?(?:been\s+)?"
-    r"(?:really\s+|properly\s+|still\s+)?(?P<c>(?:giving|given|gives|give)\s+(?:me|him|her|them)\s+(?:real\s+|some\s+|a lot of\s+|"
-    r"no end of\s+|terrible\s+|such\s+)?(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip)|playing\s+up|"
+    r"belly|head|joints?|teeth|tooth|jaw|ears?|eyes?|throat|side)(?:['’]s)?\s+(?:(?:has|have|is|are|'s|'ve)\s+)?"
+    r"(?:been\s+)?(?:really\s+|properly\s+|still\s+)?(?P<c>(?:giving|given|gives|give)\s+(?:me|him|her|them)\s+"
+    r"(?:real\s+|some\s+|a lot of\s+|no end of\s+|terrible\s+|such\s+)?"
+    r"(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip)|playing\s+up|"
     r"(?:been\s+)?killing\s+(?:me|him|her))\b", re.I)
 """A part that troubles its owner, in the idioms of British and American speech ("my back's been giving me real grief",
 "my knees have been playing up", "my feet are killing me"): a pain there (the MediTOD held-out dialogue's "knees giving

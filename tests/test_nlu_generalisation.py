@@ -496,6 +496,22 @@ def test_a_jaundiced_patient_is_warned_for_and_her_pale_stools_raise_no_bleed(st
     assert status_of(st.patient_state, "symptom", "hematuria") is None, st.patient_state
 
 
+def test_words_whose_sense_their_neighbours_decide(store):
+    """Invented facts from a word's other sense: "faint" after a verb of feeling is near-fainting, not a blackout;
+    "dribbling" said of urine is trouble passing it, not drooling; a spouse's illness is no family history (a
+    passing one is a sick contact)."""
+    state = talk(store, "I've gone all faint and woozy since lunch.").state().patient_state
+    assert status_of(state, "symptom", "presyncope") == "positive", state
+    assert status_of(state, "symptom", "syncope") is None, state
+    state = talk(store, "When I wee it stings and it just dribbles out bit by bit.").state().patient_state
+    assert status_of(state, "symptom", "sialorrhea") is None, state
+    assert status_of(state, "symptom", "difficulty passing urine") == "positive", state
+    session = talk(store, "I've had a cough for a week.", "My partner has asthma and he had flu last week.")
+    state = session.state().patient_state
+    assert status_of(state, "family_history", "asthma") is None, state
+    assert status_of(state, "exposure", "sick person") == "positive", state
+
+
 def test_a_condition_named_in_a_likeness_is_not_had(store):
     """Invented facts: "my stomach swells up as if I was pregnant" tells a swelling, not a pregnancy (which had been
     recorded and raised the ectopic-pregnancy emergency); "like with my asthma" names the patient's asthma still."""

@@ -37,12 +37,13 @@ from policies.nlu.details import DetailReader, last_placed, mention_status
 from policies.nlu.frame import Frame, set_attr
 from policies.nlu.lexicon import Lexicon, default_lexicon
 from policies.nlu.mentions import (
+    NO_BLOOD_KIN,
     Mention,
     MentionFinder,
-    drop_likenesses,
     resolve_blood,
     resolve_drug_reaction,
     resolve_eye,
+    resolve_faint_and_dribble,
     resolve_pain,
     segments,
 )
@@ -124,7 +125,6 @@ class ClinicalNLU:
         mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening,
                                                 proxy=proxy)
                            if text.strip() else ([], []))
-        mentions = drop_likenesses(mentions)
         second = self._second_stage(text, mentions) if text.strip() else []
         mentions += second
         whole = attr.clean(text)
@@ -134,6 +134,7 @@ class ClinicalNLU:
         resolve_pain(mentions, state, self.lexicon.locations,
                      asked=[v for b, v, checks in asked if b == "symptom" and checks])  # its attributes were asked
         resolve_blood(mentions, text, state)
+        resolve_faint_and_dribble(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)
         for m in mentions:
@@ -190,6 +191,8 @@ class ClinicalNLU:
             if at >= 0 and any(a < at + len(h.clause) and at < b for a, b in told):
                 continue
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
+            if relation in NO_BLOOD_KIN:
+                continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
         return out
 

@@ -76,6 +76,8 @@ class MentionFinder:
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
+            if base in (CONDITION, "medical_history") and _LIKENESS_BEFORE.search(f.sentence[:f.char_start]):
+                continue  # "I bloat up like I'm pregnant": a likeness, not a condition had
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
             if seen is not None and seen[2] and relation:
@@ -91,7 +93,14 @@ class MentionFinder:
             if base == "medication" and (relation or (
                     others and not f.family and _someone_else(" ".join(sents[:f.sent]), before))):
                 continue  # "my dad ... he was on insulin": a relative's medicine is not the patient's
-            if (others and not f.family and base in (CONDITION, "medical_history", "symptom")
+            if relation in NO_BLOOD_KIN and relation != proxy and base in (CONDITION, "medical_history", "symptom"):
+                # "The wife had a chest infection, I caught it off her": a spouse's illness is no family history
+                relation = None
+                if base == "symptom" or _PASSING_ILLNESS.search(value):
+                    base, value = "exposure", "sick person"
+                else:
+                    continue
+            elif (others and not f.family and base in (CONDITION, "medical_history", "symptom")
                     and _someone_else(" ".join(sents[:f.sent]), before)):
                 if base == "symptom" or _PASSING_ILLNESS.search(value):
                     base, value = "exposure", "sick person"  # "I live with my wife. She's got a cold": a contact
@@ -170,6 +179,14 @@ _SIMILE_BEFORE = re.compile(r"\b(?:like|as if|as though|the colou?r of|colou?red
                             r"(?:(?:a|an|the|some|old|black|dark|used|wet|ground)\s+){0,2}$", re.I)
 """A habit, drug or exposure word in a simile ("it looked like coffee grounds", "sticky like tar"): the patient
 describes what they saw or felt by it; they do not say they drink, take or met it."""
+NO_BLOOD_KIN = frozenset("""wife husband partner boyfriend girlfriend fiance fiancee spouse stepdad stepmum stepmom
+stepfather stepmother father-in-law mother-in-law""".split())
+"""The people of the patient's family who share no blood with them: their illnesses are no family history (a
+contact's passing illness is an exposure)."""
+_LIKENESS_BEFORE = re.compile(r"\b(?:like|as if|as though)\s+(?:i|i'm|i am|i was|i've|i have|i had|i've got|he|he's|"
+                              r"she|she's|you|you're|someone|somebody|a person)\b[^,.;!?]{0,20}$", re.I)
+"""A condition in a likeness ("I bloat up like I'm pregnant", "it felt as if I was having a heart attack"): the
+patient tells what it was like, not that they have it (a pregnancy so recorded had raised the ectopic emergency)."""
 
 _LIKING = re.compile(r"\b(?:i|we|you|they|he|she|really|do|don't|does|did|would|'d|i'd)\s+(?:really\s+)?like\s+"
                      r"(?:\w+\s+){0,2}$", re.I)
@@ -402,20 +419,6 @@ def _elsewhere(part: str, target: str, places: Mapping[str, str]) -> bool:
     return bool(said) and not any(site in p.casefold() or p.casefold() in site for p in said)
 
 
-_LIKENESS = re.compile(r"\b(?:(?:look|looks|looked|looking|feel|feels|felt|feeling|as)\s+)?(?:like|as if|as though)"
-                       r"\s+(?:i|i'm|i am|i was|i've|i have|i had|i've got|he|he's|she|she's|you|you're|someone|"
-                       r"somebody|a person)\b[^,.;!?]{0,20}$", re.I)
-"""A likeness said before a condition: "I bloat up like I'm pregnant", "it felt as if I was having a heart attack"."""
-
-
-def drop_likenesses(mentions: list[Mention]) -> list[Mention]:
-    """A condition named in a comparison is no condition the patient has: "I bloat up like I'm pregnant" is a bloating,
-    not a pregnancy (which had raised the ectopic-pregnancy emergency), "it felt like I was having a heart attack"
-    the pain the clause tells. Symptoms keep theirs ("a pain like a band round my chest" is the pain)."""
-    return [m for m in mentions if not (m.base == "medical_history" and m.char_end > m.char_start
-                                        and _LIKENESS.search(m.sentence[:m.char_start]))]
-
-
 _SITES = (  # where blood comes from, by the words said around it -> the symptom value
     ("hemoptysis", re.compile(r"\b(?:cough\w*|phlegm|sputum|mucus|spit\w*|chest)\b")),
     ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),
@@ -527,6 +530,28 @@ def resolve_drug_reaction(mentions: list[Mention]) -> None:
         return
     had = any(m.base == "medical_history" and m.value == "drug allergy" and m.status == "positive" for m in mentions)
     mentions[:] = [m for m in mentions if id(m) not in drop] + ([] if had else allergic[:1])
+
+
+_FEEL_BEFORE = re.compile(r"\b(?:feel|feels|felt|feeling|came over|come over|comes over|coming over|go|goes|going|"
+                          r"went|gone|turned|turning)\s+(?:(?:really|very|a bit|a little|quite|so|all|kind of|sort of|"
+                          r"bit)\s+)*$", re.I)
+_URINE_AROUND = re.compile(r"\b(?:urin\w*|wee(?:s|d|ing)?|pee(?:s|d|ing)?|toilet|loo|bladder|stream|flow|water)\b",
+                           re.I)
+
+
+def resolve_faint_and_dribble(mentions: list[Mention]) -> None:
+    """Two words whose sense the words around them decide: "faint" after a verb of feeling ("I feel really faint", "came
+    over all faint") is near-fainting, not a loss of consciousness (NICE CKS Blackouts asks them apart; the
+    lexicon's "feel faint" misses an intensifier); "dribbling" said of urine ("only dribbles come out when I pee") is
+    trouble passing it, not drooling."""
+    for m in mentions:
+        if m.char_end <= m.char_start:
+            continue
+        said = m.sentence[m.char_start:m.char_end].lower()
+        if m.value == "syncope" and said == "faint" and _FEEL_BEFORE.search(m.sentence[:m.char_start]):
+            m.value = "presyncope"
+        elif m.value == "sialorrhea" and said.startswith("dribbl") and _URINE_AROUND.search(m.sentence):
+            m.value = "difficulty passing urine"
 
 
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:

@@ -608,3 +608,54 @@ def test_thirst_night_weeing_and_being_out_cold_in_everyday_words(said, values):
     frames = build_nlu()[0].read(said, [], {}, "").frames
     found = {i["value"] for f in frames for i in f.get("slots", {}).get("positive_symptom", [])}
     assert values <= found, frames
+
+
+def test_a_feverish_child_with_spots_that_stay_under_a_glass_and_gone_limp_raises_the_emergency(store):
+    """A parent's report over three turns (NICE NG143 red features, NICE NG240's glass test), in words written for
+    this test: the rash that stays under the glass and the floppiness are in the state, and the emergency is raised
+    from the state, not only from one turn's words."""
+    session = talk(store, "My son is two and he's been red hot since lunchtime, 39.8 under his arm.",
+                   "Now there's a scatter of dark red spots on his ankles and they didn't fade under the glass.",
+                   "And he's gone all floppy on the sofa, he won't even watch his programme.")
+    state, flags = session.state().patient_state, {f["id"] for f in session.state().red_flags}
+    assert status_of(state, "symptom", "non-blanching rash") == "positive", state
+    assert status_of(state, "symptom", "hypotonia") == "positive", state
+    assert {"meningism", "sepsis"} <= flags, flags
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("Sorry to trouble you, but my nan's face has dropped on one side and her words are all muddled.", "stroke_signs"),
+    ("My flatmate's boiling hot and she keeps asking me what day it is over and over.", "fever_with_confusion"),
+])
+def test_a_report_for_someone_else_after_an_apology_or_by_a_flatmate_is_the_patients(store, said, rule):
+    """A guardian may open with an apology ("sorry to trouble you, but") or be no relative at all (a flatmate, a
+    friend): the report is still the patient's, and its red flag is raised."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+def test_a_guess_at_the_diagnosis_is_not_recorded_as_had(store):
+    """"It's probably just a cold": the patient's guess is what the history tests, not a history (recorded unknown)."""
+    state = talk(store, "It's probably just a cold but I've had a sore throat and a temperature for three days.")
+    assert status_of(state.state().patient_state, "medical_history", "common cold") != "positive"
+    assert status_of(state.state().patient_state, "symptom", "fever") == "positive"
+
+
+@pytest.mark.parametrize("said", [
+    "My girlfriend wound me up so much last night I could strangle her, only joking, we made up this morning.",
+    "My period is a week late but I did a test and it came back negative, and there's no pain at all.",
+])
+def test_a_figure_of_speech_taken_back_and_a_negative_test_raise_nothing(store, said):
+    """A threat taken back as it is said ("only joking") and a late period with a negative pregnancy test: no red
+    flag (a figure of speech had raised harm to others, a negative test a possible ectopic pregnancy)."""
+    assert talk(store, said).state().red_flags == []
+
+
+def test_flashes_and_a_shadow_over_the_sight_raise_the_eye_emergencies(store):
+    """NICE CKS Retinal detachment: new flashes or floaters are urgent, a shadow across the sight an emergency;
+    floaters of many years are the patient's past and raise nothing."""
+    session = talk(store, "Since Friday I've been seeing bright flickers off to the side of my left eye.",
+                   "And this morning it's like a dark veil came down over the bottom of my vision in that eye.")
+    flags = {f["id"]: f["level"] for f in session.state().red_flags}
+    assert flags.get("retinal_detachment") == "urgent" and flags.get("sudden_visual_loss") == "emergency", flags
+    assert talk(store, "I've had a few floaters in my right eye for years now, they never change.").state().red_flags == []

@@ -270,3 +270,48 @@ def test_a_guardian_bringing_the_patient_in_introduces_the_patient(nlu):
                    state={})
     assert ("positive_exposure", "sick person") not in items, items
     assert ("basic_information", None) in items or any(n == "basic_information" for n, _ in items), items
+
+
+@pytest.mark.parametrize(("said", "value", "status"), [
+    # what the eye sees (NHS "Retinal detachment"): lights, drifting specks, a veil over part of the sight
+    ("Every so often there's a streak of light in the corner of my vision.", "photopsia", "positive"),
+    ("I've started seeing sparkles when I turn my head quickly.", "photopsia", "positive"),
+    ("Little grey blobs keep drifting past whenever I read.", "floaters", "positive"),
+    ("It's like a blind being pulled down over my left eye.", "vision loss", "positive"),
+    ("Part of my sight in the right eye has just gone dark.", "vision loss", "positive"),
+    ("These hot flashes at night are the menopause, I'm sure.", "photopsia", None),
+    ("There's a speck of grit in my eye from the garden.", "floaters", None),
+    # what patients see of their skin: the glass test (NICE NG240) and a mole that changed (NICE NG12 1.7)
+    ("There are some tiny red pinpricks on his chest that stay when you push a tumbler on them.",
+     "non-blanching rash", None),  # "stay" is no word the reader knows: a tracked gap, not a guess
+    ("He's got purple dots on his legs and they didn't go away when I pressed a glass on them.",
+     "non-blanching rash", "positive"),
+    ("The rash on her back goes pale when I press it.", "non-blanching rash", "negative"),
+    ("The mole on my calf has got darker and it bled last week.", "changing mole", "positive"),
+    # a faint not seen, lips that balloon, a chest weighed down, an overdose, lost words, a failing limb
+    ("I came round lying on the kitchen floor with no idea how I got there.", "syncope", "positive"),
+    ("Within minutes of the prawns my lips went all puffy.", "angioedema", "positive"),
+    ("My face is swollen from the abscess on my back tooth.", "angioedema", None),
+    ("It's like there's a brick pressing on my chest.", "chest pain", "positive"),
+    ("I swallowed a whole packet of my sleeping tablets on Sunday.", "self-harm", "positive"),
+    ("I had a couple of paracetamol for the pain.", "self-harm", None),
+    ("The words kept coming out jumbled when I tried to order a coffee.", "aphasia", "positive"),
+    ("My right arm just went dead while I was brushing my hair.", "weak limbs", "positive"),
+    ("It's agony to bend my head forward.", "neck stiffness", "positive"),
+    ("I can't bear the daylight at all today.", "photophobia", "positive"),
+])
+def test_signs_told_by_what_the_patient_sees_or_what_happened(nlu, said, value, status):
+    """Signs patients describe rather than name, read by position of their words (issue 17: concept recognition
+    that generalises); each said the other way, or of something else, shows nothing (wording written for this test,
+    not from the development sets)."""
+    assert statuses(nlu, said).get(value) == status, nlu.frames(said)
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("My wee was properly red this morning but I'd had a big bowl of beetroot soup.", "hematuria"),
+    ("My poo has been black since I started the iron tablets the GP gave me.", "melena"),
+])
+def test_a_colour_said_with_its_dye_is_no_bleeding(nlu, said, value):
+    """NHS "Blood in urine" (beetroot, blackberries, rhubarb) and "Blood in poo" (iron tablets, bismuth): a colour
+    said with what dyed it is no bleeding; said alone it still is (the colour tests above)."""
+    assert statuses(nlu, said).get(value) is None, nlu.frames(said)

@@ -17,6 +17,11 @@ CASES = {
          "I'm 60 and had bowel cancer three years ago, and now my lower back hurts all the time."],
         "I'm 68 and my back aches after gardening, but I haven't lost any weight and I've never had cancer.",
     ),
+    "retinal_detachment": (  # NICE CKS Retinal detachment: new flashes or floaters (the state's onset tells "new")
+        ["Since yesterday I keep getting little flickers of light at the outer edge of my left eye.",
+         "A swarm of dark dots started drifting across the sight of my right eye two days ago."],
+        "No flashes of light and no floaters in either eye.",
+    ),
     "chest_pain_with_dyspnea": (
         ["I have chest pain and I'm short of breath.", "Crushing chest pain and I can't breathe."],
         "I have no chest pain and I'm not short of breath.",

@@ -291,9 +291,14 @@ class Nodes:
                                                              opening=bool(said) and is_opening(earlier))]
         out: dict[str, dict] = {}
         for f in fired:
-            if rank(f.get("level")) < best.get(f["id"], rank(None) + 1):
+            kept = out.get(f["id"])
+            if kept is not None and rank(f.get("level")) == rank(kept.get("level")):
+                # the state and the words raised it alike: the clinician sees both (who told it, which words)
+                kept["evidence"] = [*kept.get("evidence", []),
+                                    *(e for e in f.get("evidence", []) if e not in kept.get("evidence", []))]
+            elif rank(f.get("level")) < best.get(f["id"], rank(None) + 1):
                 best[f["id"]] = rank(f.get("level"))
-                out[f["id"]] = {**f, "turn": turn}
+                out[f["id"]] = {**f, "evidence": list(f.get("evidence", [])), "turn": turn}
         return list(out.values())
 
     def policy(self, s: InterviewState) -> dict:

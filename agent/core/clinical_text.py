@@ -77,6 +77,11 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": [",", ";", "-"]}}, {"LOWER": {"IN": ["maybe", "perhaps", "possibly"]}},
         {"LOWER": {"IN": ["a", "an", "some", "the", "just"]}}]))  # not a hedge on when ("maybe fifteen years ago")
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
+    # a figure of speech taken back after it ("I could throttle him, not literally"): the one cue that looks back, since
+    # the taking back always follows what it takes back
+    figurative = ["not literally", "only joking", "just joking", "just kidding", "only kidding", "letting off steam",
+                  "figure of speech", "manner of speaking", "i'm joking", "i am joking", "i'm kidding"]
+    rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=10) for p in figurative]
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
@@ -870,10 +875,15 @@ def default_clause_reader() -> ClauseReader:
 # and is accompanied by its guardian ... you must label the utterance from the perspective of the patient").
 # Friends and colleagues are left out: they are sick contacts more often than patients brought in.
 GUARDED = frozenset("""mum mom mother mam dad father son daughter wife husband partner baby child kid boy girl
-grandma grandmother granny nan nana grandad grandfather grandpa brother sister toddler""".split())
-_FEMALE_KIN = "mum mom mother mam daughter wife girl grandma grandmother granny nan nana sister"
+grandma grandmother granny gran nan nana grandad grandfather grandpa brother sister toddler lad lass grandson
+granddaughter boyfriend girlfriend fiance fiancee roommate flatmate housemate friend""".split())
+"""Whom a speaker may speak for: kin, a partner, and those who share a home or a night out (a flatmate who finds
+someone confused, a friend who saw the fall: the NHS's "call 999" pages are written for such bystanders too)."""
+_FEMALE_KIN = ("mum mom mother mam daughter wife girl grandma grandmother granny gran nan nana sister lass "
+               "granddaughter girlfriend")
 GUARDED_SEX = {**dict.fromkeys(_FEMALE_KIN.split(), "female"),
-               **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother".split(), "male")}
+               **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother lad grandson boyfriend"
+                               .split(), "male")}
 """The sex a relation word tells of the relative a guardian speaks for: MediTOD's guide records it ("my son, he's 2
 1/2 months old": the patient is male); a partner, a baby or a child tells none."""
 # Relatives whose mention after the first makes a turn a family history; a spouse or child may well be mentioned
@@ -934,6 +944,11 @@ _GUARDIAN_FRAME = re.compile(
 "It's my son, he's ...", "I've brought my gran in, she's ..." reads without it as "my son, he's ...")."""
 
 
+_HEDGED_LEAD = re.compile(r"^\W*(?:(?!\bmy\b)[\w'’]+[\s,]+){1,8}?but\s+(?=my\s|(?:mum|mom|dad)(?:'s|’s)?\s)", re.I)
+"""An apology or a hedge before the report ("Probably nothing, but my mum's speech went slurry", "Sorry to bother you,
+but my son ..."): the report is what follows the "but"."""
+
+
 def unframed(text: str) -> str:
     """``text`` without a guardian's introduction (:data:`_GUARDIAN_FRAME`); unchanged when it has none."""
     return _GUARDIAN_FRAME.sub("", text.replace("’", "'"), count=1)
@@ -944,7 +959,7 @@ def proxy_subject(text: str) -> str | None:
     son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
     else None. A relative's past ("my dad had a heart attack at 55") or a turn that also tells the speaker's own
     complaint is family history, not a proxy report."""
-    text = unframed(text)
+    text = _HEDGED_LEAD.sub("", unframed(text), count=1)
     words = re.findall(r"[a-z']+", text.lower().replace("’", "'"))
     i = 0
     while i < len(words) and words[i] in _FILLERS:

@@ -400,10 +400,12 @@ _AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "fou
                            "a few": 3, "several": 4}
 _AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
-_LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|as {YOUNG}|when (?:i|he|she) was|"
+_LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|"
+                       rf"for (?:(?:many|some|a few|a good few|"
+                       rf"several) )?(?:years|decades)|donkey'?s years|as {YOUNG}|when (?:i|he|she) was|"
                        r"in (?:my|his|her) (?:childhood|teens))\b")
-"""A time long past said without a number ("years ago", "ages ago") or as a time of life ("as a child", "when I was
-six", the NLU's onset in the patient's words): counted as two years."""
+"""A time long past said without a number ("years ago", "ages ago", "for years") or as a time of life ("as a child",
+"when I was six", the NLU's onset in the patient's words): counted as two years."""
 _TODAY = re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight|earlier|\d{1,2}(?:[:.]\d{2})?\s*"
                     r"(?:am|pm|o'clock))\b")
 _YESTERDAY = re.compile(r"\b(?:yesterday|last night|overnight)\b")

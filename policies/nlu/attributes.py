@@ -83,9 +83,12 @@ _SINCE_TIME = re.compile(
     rf"(?!\w)")
 """An onset said as a time of day after "since" ("since about four this morning", "since lunchtime yesterday"): a
 bare number needs its o'clock or its part of the day ("since two" tells no time)."""
-_LONG_AGO = re.compile(r"\b((?:many\s+|some\s+)?(?:years|decades|ages|yonks|a long time|a good while)\s+ago)\b")
-"""A past said without a number ("years ago I coughed up a bit of blood"): the patient's words, which the red-flag
-screen reads as long past (``agent.core.safety.onset_days``)."""
+_LONG_AGO = re.compile(r"\b((?:many\s+|some\s+)?(?:years|decades|ages|yonks|a long time|a good while)\s+ago|"
+                       r"for\s+(?:many\s+|some\s+|a few\s+|a good few\s+|several\s+)?(?:years|decades|donkey'?s years)|"
+                       r"donkey'?s years)\b")
+"""A past said without a number ("years ago I coughed up a bit of blood", "I've had floaters for years"): the
+patient's words, which the red-flag screen reads as long past (``agent.core.safety.onset_days``). "For ages" is not
+among them: in British speech it is as often a week."""
 _RELATIVE = re.compile(
     r"\b(?:started|began|came on|noticed it|start)\s+(?:on\s+|just\s+)?(yesterday|last night|this morning|"
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
@@ -724,6 +727,17 @@ _POSITIVE_TEST = re.compile(
     r"(?:as\s+)?(?:positive|pregnant)\b|\bpositive (?:pregnancy |home )?test\b|\bfound out (?:i|she) (?:was|is|'m) "
     r"expecting\b|\b(?:i'm|i am|she's|she is) expecting\s*(?:[.,;!?]|$|again\b|(?:a|our|my|her) (?:baby|first|second))")
 _PERIOD_WORD = re.compile(r"\b(?:periods?|pregnan\w*|expecting)\b")
+
+
+_NEGATIVE_TEST = re.compile(
+    r"\b(?:pregnancy test|test)\b[^.;!?]{0,40}?\b(?:came (?:up|back|out)|was|is|turned|showed|said)\s+(?:as\s+)?"
+    r"(?:negative|not pregnant)\b|\bnegative (?:pregnancy |home )?test\b|\b(?:test|tests)\s+(?:\w+\s+)?negative\b")
+
+
+def pregnancy_test_negative(text: str) -> bool:
+    """A pregnancy ruled out by a test ("my period's late but the test was negative"): the pregnancy is denied (a
+    late period with a negative test had raised the ectopic emergency as possible)."""
+    return bool(_NEGATIVE_TEST.search(text)) and bool(_PERIOD_WORD.search(text))
 
 
 def pregnancy_test_positive(text: str) -> bool:

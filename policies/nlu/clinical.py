@@ -47,6 +47,7 @@ from policies.nlu.mentions import (
     resolve_pain,
     segments,
 )
+from policies.nlu.observations import DYED, DYED_BY
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,8 @@ class ClinicalNLU:
             at = low.find(h.clause.lower())
             if at >= 0 and any(a < at + len(h.clause) and at < b for a, b in told):
                 continue
+            if h.base == "symptom" and h.value in DYED and DYED_BY.search(h.clause):
+                continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             if relation in NO_BLOOD_KIN:
                 continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)

@@ -35,7 +35,8 @@ def mention_status(m: Mention) -> str:
     return m.status
 
 
-_PAIRED_ORGAN = re.compile(r"\b(?:eyes?|ears?|facial|face|hearing|visual|vision|otorrh\w*|tinnitus|ptosis)\b", re.I)
+_PAIRED_ORGAN = re.compile(r"\b(?:eyes?|ears?|facial|face|hearing|visual|vision|otorrh\w*|tinnitus|ptosis|photopsia|"
+                           r"floaters)\b", re.I)
 """A symptom of an organ we have two of, or one side of (the face): which side is what a clinician asks first (a
 right facial palsy, a red left eye, hearing gone in the left ear), so a side said with it is its location."""
 _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
@@ -349,6 +350,8 @@ class DetailReader:
         if attr.pregnancy_test_positive(whole) and not any(
                 v == "pregnancy" for (_, v) in frame.items):
             frame.item("medical_history", "pregnancy", "positive")
+        elif attr.pregnancy_test_negative(whole) and not any(v == "pregnancy" for (_, v) in frame.items):
+            frame.item("medical_history", "pregnancy", "negative")
         if back := attr.returned_from(text):
             frame.record("travel").update({"status": "traveled", "destination": back})
         elif attr.travel(whole):

@@ -17,7 +17,7 @@ from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES, part_members, site_of
 from policies.nlu import attributes as attr
 from policies.nlu.lexicon import CONDITION, Lexicon, body_part_words
-from policies.nlu.observations import finding, observed
+from policies.nlu.observations import DYED, DYED_BY, finding, observed
 
 
 @dataclass
@@ -76,6 +76,8 @@ class MentionFinder:
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
+            if base == "symptom" and value in DYED and f.status == "positive" and DYED_BY.search(f.sentence):
+                continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             if base in (CONDITION, "medical_history") and _LIKENESS_BEFORE.search(f.sentence[:f.char_start]):
                 continue  # "I bloat up like I'm pregnant": a likeness, not a condition had
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
@@ -128,6 +130,9 @@ class MentionFinder:
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
                 status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
+            if (base == "medical_history" and status == "positive" and not relation
+                    and _GUESS_BEFORE.search(f.sentence[:f.char_start])):
+                status = "unknown"  # "it's probably just flu", "could be a virus": the patient's guess, not had
             if (f.sent, value) in normal and seen is not None and status == "positive":
                 status = "negative"
             out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
@@ -187,6 +192,17 @@ _LIKENESS_BEFORE = re.compile(r"\b(?:like|as if|as though)\s+(?:i|i'm|i am|i was
                               r"she|she's|you|you're|someone|somebody|a person)\b[^,.;!?]{0,20}$", re.I)
 """A condition in a likeness ("I bloat up like I'm pregnant", "it felt as if I was having a heart attack"): the
 patient tells what it was like, not that they have it (a pregnancy so recorded had raised the ectopic emergency)."""
+
+_GUESS_BEFORE = re.compile(
+    r"\b(?:(?:it'?s|it is|it was|it'll be|this is|must be|probably|likely|prob)\s+(?:probably\s+|likely\s+|only\s+)?"
+    r"(?:just|only|nothing but)|(?:i|we)\s+(?:think|thought|reckon|reckoned|guess|guessed|assumed|assume|figured|hope|"
+    r"hoped)\s+(?:it'?s|it is|it was|it'd be|it might be|it could be|it must be|(?:he|she)'?s|(?:he|she) (?:is|was|had|"
+    r"has)|(?:he|she)'?d|(?:he|she) just had)\s+(?:probably\s+|only\s+|just\s+)?|(?:could|might|may)\s+(?:just\s+)?be"
+    r"|probably)\s+(?:a\s+|an\s+|the\s+|some\s+|touch of\s+|a touch of\s+|a bit of\s+|a dose of\s+)?$",
+    re.I)
+"""The patient's own guess at what it is ("it's probably just flu", "I thought it was just a cold", "could be a
+virus"): a diagnosis the patient proposes, which the history is taken to test, not one they have been given. Recorded
+as unknown, as a condition the patient asks about is; recorded as had, it had made a meningitis story influenza."""
 
 _LIKING = re.compile(r"\b(?:i|we|you|they|he|she|really|do|don't|does|did|would|'d|i'd)\s+(?:really\s+)?like\s+"
                      r"(?:\w+\s+){0,2}$", re.I)

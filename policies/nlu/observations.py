@@ -135,6 +135,11 @@ def _ketones(n: float) -> str | None:
 
 
 _VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones}
+_TEMP_TAKEN = re.compile(
+    rf"{_NUMBER}\s*(?:°\s*[cf]?\s*|degrees?\s+)?(?:(?:under|in|from)\s+(?:his|her|my|their|the)\s+(?:arm|armpit|ear|"
+    rf"mouth|tongue|forehead)|on the (?:thermometer|forehead strip|ear thermometer))\b", re.I)
+"""A temperature told by where it was taken rather than named ("39.8 under his arm", "38.4 in her ear", "39 on the
+thermometer"): read as a temperature (NICE NG143 names the armpit and the ear as the places to take a child's)."""
 
 
 # -- what the patient senses ------------------------------------------------------------------------------------
@@ -177,6 +182,62 @@ _BLURRED_SIGHT = (
 """Sight said to blur, in the patient's own pairing of words (NHS "Blurred vision": blurry, cloudy, misty, fuzzy):
 the sight word and the blur word by position, so "my eyesight's gone a bit fuzzy" needs no phrase of its own. The
 span is the blur word; "my eyes aren't blurry" is denied by ConText."""
+
+_SEE = r"(?:see|sees|seeing|saw|seen|getting|get|gets|got|noticed|noticing|notice|there(?:'s|’s| is| are| were| was))"
+_LIGHT = (r"flash(?:es)?|flashing|flashy|sparks?|sparkles?|sparkly|sparkling|flickers?|flickering|flicks? of light|"
+          r"lightning(?: bolts?)?|streaks? of light|shooting stars?|twinkl(?:es?|ing|y)|glints?|pin ?pricks? of light|"
+          r"bursts? of light|bright (?:lights?|streaks?|specks?|dots?)")
+_EYE_PLACE = (r"(?:(?:my|the|his|her|one|both|either)\s+)?(?:(?:left|right|good|bad|other)\s+)?(?:eyes?|vision|sight|"
+              r"eyesight|field of (?:vision|view))\b")
+_SPECK = (r"specks?|spots?|dots?|blobs?|flecks?|cobwebs?|squiggl(?:es?|y (?:lines|bits))|threads?|strings?|hairs?|"
+          r"tadpoles?|flies|midges|gnats|smudges?|black bits|dark bits|grey bits|gray bits|little bits|wiggly lines|"
+          r"worms?|circles")
+_DRIFT = r"float(?:s|ing|y)?|drift(?:s|ing)?|swim(?:s|ming)?|darting|dart about|flit(?:s|ting)?|moving about"
+_VEIL = (r"curtain|shadow|veil|blind|shade|dark patch|black patch|grey patch|gray patch|blank patch|"
+         r"blank (?:spot|bit|area)|dark (?:area|bit)|black (?:area|bit)|grey (?:area|bit)|gray (?:area|bit)|"
+         r"darkness|blackness|greyness")
+_OVER = (r"(?:over|across|covering|(?:coming|came|come|creeping|crept|moving|moved) in from|"
+         r"coming (?:down|up|across|over)|"
+         r"came (?:down|up|across|over)|come (?:down|up|across)|"
+         r"drawn (?:down|across)|pulled (?:down|across)|creeping (?:over|across|up|down)|in front of|blocking|"
+         r"obscuring|spreading (?:over|across)|down over|up over)")
+_SEEN_PART = rf"(?:{_EYE_PLACE}|what (?:i|he|she) (?:can |could )?see|my view|the view)"
+"""What a veil covers: the eye, the vision or what is seen ("coming in from the side of my right eye")."""
+_SEEING_LIGHTS = (
+    # "I keep seeing little sparks", "I've been getting flashes" (not a "hot flash", not "in a flash")
+    re.compile(rf"\b{_SEE}\s+(?:(?:these|those|little|tiny|small|bright|white|sudden|odd|funny|strange|weird|some|a|"
+               rf"few|lots of|loads of|the odd|of)\s+){{0,3}}(?P<c>{_LIGHT})\b", re.I),
+    # "sparks at the edge of my right eye", "flickering in the corner of my vision"
+    re.compile(rf"(?<!\bhot )\b(?P<c>{_LIGHT})\s+(?:[\w'’]+\s+){{0,5}}?(?:in|at|on|across|around|from|out of)\s+"
+               rf"(?:the\s+(?:edge|corner|side|top|bottom|outside|middle)s?\s+of\s+)?{_EYE_PLACE}", re.I),
+)
+"""Flashes of light as patients describe them (NHS "Retinal detachment": "flashes of light in your vision"): a light
+word the patient sees, or one placed in the eye or the vision ("little sparks at the edge of my eye"). The span is the
+light word; "no flashes in my eye" is denied by ConText."""
+_FLOATING_SPECKS = (
+    # "black specks floating about", "dots drifting across my eye"
+    re.compile(rf"\b(?P<c>{_SPECK})\s+(?:[\w'’]+\s+){{0,2}}?(?:{_DRIFT})\b", re.I),
+    # "spots in my vision", "cobwebs across my sight" (a speck "in my eye" is dirt: the vision or sight, or drifting)
+    re.compile(rf"\b(?P<c>{_SPECK})\s+(?:in|across|over|before|in front of)\s+(?:(?:my|the|his|her)\s+)?"
+               rf"(?:(?:left|right)\s+)?(?:vision|sight|eyesight|field of (?:vision|view))\b", re.I),
+)
+"""Floaters as the NHS describes them ("dots or lines (floaters) suddenly appear in your vision"): specks that drift,
+or specks in the vision. A speck "in my eye" is grit, not a floater, so it takes the vision or a drift."""
+_FIELD_LOST = (
+    # "a grey curtain across the top half of what I can see", "like a shadow coming down over my vision"
+    re.compile(rf"\b(?P<c>{_VEIL})\s+(?:[\w'’]+\s+){{0,3}}?{_OVER}\s+(?:(?:the|a|my|part of|half of|some of|"
+               rf"top|bottom|upper|lower|left|right|outer|inner|side|edge|corner|half|bit|part|of|one|all|my)\s+){{0,5}}"
+               rf"{_SEEN_PART}", re.I),
+    # "half my vision has gone", "the bottom part of my sight is missing", "lost the top half of my vision"
+    re.compile(r"\b(?P<c>(?:(?:lost|losing|lose|can'?t see|cannot see|can not see|missing)\s+)?(?:the\s+)?"
+               r"(?:top|bottom|upper|lower|left|right|outer|inner|side)?\s*(?:half|part|bit|side|corner|chunk|section|"
+               r"patch|edge)\s+(?:of\s+)?(?:my|the|his|her)\s+(?:(?:left|right)\s+(?:eye'?s\s+)?)?(?:vision|sight|"
+               r"eyesight|field of (?:vision|view))(?:(?:'s|’s|\s+(?:has|is|was|had|just))?\s+(?:gone|missing|dark|"
+               r"black|blank|grey|gray|disappeared|blacked out|went (?:dark|black|grey|gray|blank)))?)", re.I),
+)
+"""A part of the sight lost (NHS "Retinal detachment": "a dark 'curtain' or shadow moving across your vision"; RCOphth
+sudden visual loss): a veil over what the patient sees, or a part of the vision said to be gone. Recorded as vision
+loss, the sudden loss the red-flag screen asks an emergency for."""
 
 _STEADY_WEIGHT = re.compile(
     r"\bweight(?:'s|’s)?(?:\s+(?:has|have|is|was|been|stayed|stays|staying|remained|kept|pretty|fairly|quite|about|much|"
@@ -274,15 +335,155 @@ _A_FIT = re.compile(r"\b(?:had|has|have|having|took|gone into|went into|going in
 healthy", "a coughing fit" and "a fit of laughter" are no seizure, and "fit" alone is too often the adjective."""
 
 
+# -- signs patients describe by what they do ---------------------------------------------------------------------
+
+_SPOTS = r"(?:spots?|dots?|rash|marks?|blotch(?:es)?|pin ?pricks?|pinpricks?|freckles|specks?|bruises?)"
+_PRESSED = (r"(?:when (?:i|you|we) (?:press|pressed|push|pushed|roll|rolled)|under (?:a|the) glass|"
+            r"with (?:a|the) glass|"
+            r"(?:i|we) did the glass test|the glass test|(?:i|we) pressed)")
+_NON_BLANCHING = (
+    # "they don't fade when I press", "the spots didn't go away under a glass"
+    re.compile(rf"\b(?P<c>{_SPOTS})\b[^.;!?]{{0,80}}?\b(?:don'?t|doesn'?t|didn'?t|won'?t|do not|does not|did not|"
+               rf"will not|never|aren'?t|are not|weren'?t|not)\s+(?:\w+\s+)?(?:fade|fading|go away|going away|"
+               rf"disappear|disappearing|go pale|blanch|blanching|change|go white)\b", re.I),
+    # "I did the glass test and you can still see them"
+    re.compile(r"\b(?P<c>glass test)\b[^.;!?]{0,40}?\b(?:still (?:see|there|showing)|didn'?t (?:fade|go)|"
+               r"don'?t (?:fade|go))", re.I),
+)
+_BLANCHING = re.compile(
+    # "the few spots she's got fade when I press them": a rash that blanches (NICE NG240's glass test passed)
+    rf"\b(?P<c>{_SPOTS})\b[^.;!?]{{0,60}}?(?<!n't )(?<!not )(?<!never )\b(?:fade|fades|faded|go away|goes away|"
+    rf"went away|"
+    rf"disappear|disappears|disappeared|go pale|goes pale|went pale|blanch|blanches|go white|goes white)\b"
+    rf"[^.;!?]{{0,20}}?{_PRESSED}", re.I)
+"""The glass test as parents do it (NICE NG240 Meningitis, NHS "Meningitis": a rash that does not fade when a glass
+is pressed on it): spots said not to fade when pressed are the non-blanching rash; spots said to fade are its normal
+finding, so the rash is denied."""
+
+_CAME_ROUND = re.compile(
+    r"\b(?P<c>(?:next thing (?:i|he|she|we) knew|came (?:a)?round|came to|woke up|found (?:myself|himself|herself))"
+    r"\b[^.;!?]{0,30}?\b(?:on|lying on|flat on|face down on|sprawled on)\s+(?:the|my|his|her)\s+(?:\w+\s+)?"
+    r"(?:floor|ground|pavement|road|carpet|deck|tiles|back)|(?:people|everyone|someone|a crowd|paramedics)\s+"
+    r"(?:were\s+|was\s+)?(?:standing|stood|leaning|crowded|bending)\s+over\s+(?:me|him|her))\b", re.I)
+"""Having come round, as people tell a faint they did not see (NHS "Fainting": you lose consciousness briefly and
+come round): "the next thing I knew I was on the pavement", "people standing over me". Recorded as syncope."""
+
+_LIPS_SWELLING = re.compile(
+    r"\b(?:lips?|tongue|mouth)(?:['’]s)?\s+(?:(?:has|have|had|is|are|was|were|went|gone|got|getting|all|just|really|"
+    r"right|completely|massively|suddenly|started|starting|begun|begin|to|been)\s+){0,3}(?P<c>blown up|blowing up|"
+    r"puffed up|puffing up|puffy|ballooned|ballooning|swelled|swelled up|swollen|swollen up|swelling|swelling up|"
+    r"gone fat|fat|huge|massive|thick|thicker|fattened up)\b|\b(?:face|eyes|eyelids)(?:['’]s)?\s+(?:(?:has|have|had|is|"
+    r"are|was|were|went|gone|got|all|just|really|right|suddenly|started|starting|to|been)\s+){0,3}"
+    r"(?P<f>blown up|blowing up|puffed up|puffing up|ballooned|ballooning)\b", re.I)
+"""Lips, tongue or mouth swelling in the words people use (NHS "Anaphylaxis": swelling of the lips, tongue or throat;
+"Angioedema": swelling under the skin): "his lips have blown up", "my tongue's gone thick". A face or eyes only when
+they blow up or balloon: a face swollen round a bad tooth is no allergy."""
+
+_CHEST_WEIGHT = re.compile(
+    r"\b(?P<c>(?:a\s+|this\s+|some\s+|like\s+(?:a|an)\s+)?(?:(?:heavy|tight|huge|big)\s+)?(?:weight|band|vice|pressure|"
+    r"heaviness|elephant|brick|bricks|something heavy|belt|strap|crushing))\b(?:\s+[\w'’]+){0,3}?\s+"
+    r"(?:on|across|around|"
+    r"round|in|sat on|sitting on|pressing on|pressing down on|squeezing)\s+(?:my|his|her|the)\s+chest\b", re.I)
+"""Cardiac chest pain as patients feel it rather than name it (NICE CG95: pain may be felt as pressure, tightness or
+heaviness; the NHS "Heart attack" page: "a feeling of pressure, tightness or squeezing across your chest"): a weight,
+band or vice across the chest is chest pain, which the cardiac rules then read with what came with it."""
+
+_OVERDOSE = re.compile(
+    r"\b(?:took|taken|take|taking|swallowed|swallow|downed|necked|had)\s+(?P<c>(?:a load of|loads of|lots of|a lot of|"
+    r"a whole (?:packet|box|bottle|strip|pack|tub) of|a whole|all (?:of )?(?:my|the|his|her)|"
+    r"a (?:handful|bunch|fistful|pile) of|a (?:packet|box|bottle|strip|pack|"
+    r"tub|month's supply) of|(?:the )?(?:whole|entire) (?:packet|box|bottle|strip)(?: of)?|(?:maybe |about |around |"
+    r"like |over |at least )?(?:\d{2,3}|ten|twelve|fifteen|sixteen|eighteen|twenty|thirty|forty|fifty|a dozen|"
+    r"dozens)(?: or (?:\d{2,3}|\w+))?)\s+(?:(?:of\s+)?(?:my|his|her|the|me|mum's|mom's|dad's)\s+)?(?:\w+\s+)?"
+    r"(?:pills|tablets|paracetamol|painkillers|sleeping (?:pills|tablets)|co-codamol|codeine|ibuprofen|aspirin|"
+    r"meds|medication|antidepressants|insulin|capsules|tabs))\b", re.I)
+"""An overdose told as what was taken (NICE NG225 Self-harm: intentional self-poisoning is self-harm, whatever the
+intent): a count or a heap of tablets taken at once ("took a load of paracetamol", "swallowed maybe twenty of
+mum's pills"). One or two tablets, or a dose as prescribed, are no heap."""
+
+_WORDS_LOST = re.compile(
+    r"\b(?P<c>(?:couldn'?t|can'?t|cannot|could not|unable to|struggl\w+ to|struggl\w+ (?:for|with))\s+"
+    r"(?:find|get|think of|"
+    r"say|remember)?\s*(?:the|my|his|her|any)?\s*(?:right\s+)?words?(?:\s+out)?|words?\s+(?:came|come|were coming|are "
+    r"coming|kept coming)\s+out\s+(?:wrong|jumbled|muddled|all wrong|backwards|garbled|mixed up))\b", re.I)
+"""Words lost as patients and witnesses tell it (NHS "Stroke": difficulty talking or understanding; the FAST
+campaign's speech): "I couldn't find the word for kettle", "his words came out jumbled". Recorded as aphasia.
+"Can't get my words out" is also how the breathless talk; :func:`observed` leaves it to them when breath is said."""
+_BREATH_WORD = re.compile(r"\b(?:breath\w*|asthma|inhaler|pump|puffer|wheez\w*|gasp\w*|puffed)\b", re.I)
+
+_SPEECH_SLURS = re.compile(
+    r"\b(?:speech|voice|talking|words)(?:['’]s)?\s+(?:(?:has|had|is|was|went|gone|got|all|a bit|really|suddenly|"
+    r"been|going)\s+){0,3}(?P<c>slurry|slurred|slurring|drunk-sounding|thick|funny|weird|strange|garbled|mumbly)\b",
+    re.I)
+"""Speech said to have gone wrong ("my mom's speech went slurry", "his voice has gone all funny"): slurred speech, the
+FAST campaign's S (a voice gone hoarse is told with other words)."""
+
+_LIMB_GAVE_WAY = re.compile(
+    r"\b(?:(?:my|his|her|the)\s+)?(?:(?P<side>left|right)\s+)?(?:leg|legs|arm|knee|knees)\s+(?:just\s+|suddenly\s+|"
+    r"completely\s+)?(?P<c>gave way|gave out|buckled|went from under (?:me|him|her)|went dead|went floppy|"
+    r"went weak|went to jelly|stopped working|wouldn't work|won't work)\b", re.I)
+"""A limb failing all at once (NHS "Stroke": weakness of one side of the body; "my left leg gave way"): weakness of the
+limbs, the side kept by the mention reader's place words."""
+
+_NECK_BENDS_BADLY = re.compile(
+    r"\b(?P<c>(?:hurts|painful|agony|agonising|excruciating|too sore|impossible|can'?t|cannot|unable)\s+(?:to\s+)?"
+    r"(?:bend|move|turn|tilt|lower|put down|bring down)\s+(?:my|his|her)\s+(?:neck|head|chin)|(?:can'?t|cannot|"
+    r"couldn'?t|won'?t)\s+(?:touch|put|get|bring)\s+(?:my|his|her)\s+chin\s+(?:to|on|onto|down to)\s+(?:my|his|her)"
+    r"\s+chest|neck(?:['’]s| is| was)?\s+(?:\w+\s+)?(?:stiff as a board|rigid|won'?t bend|doesn'?t bend|too stiff))\b",
+    re.I)
+"""A neck that will not bend (NICE NG240 Meningitis: neck stiffness; the NHS "Meningitis" page: a stiff neck), said as
+the hurt of bending it or a chin that will not reach the chest."""
+
+_LIGHT_HURTS = re.compile(
+    r"\b(?:can'?t|cannot|couldn'?t)\s+(?:stand|bear|cope with|tolerate|take|face|look at)\s+(?P<c>(?:the\s+)?(?:light|"
+    r"lights|brightness|bright light|daylight|sunlight|the sun|curtains open|blinds open|telly on|tv on|screen))\b",
+    re.I)
+"""Light that cannot be borne (NICE NG240 Meningitis, NHS "Migraine": sensitivity to light, photophobia): "I can't
+stand the light", "she can't bear the curtains open"."""
+
+_MOLE_CHANGED = re.compile(
+    r"\b(?P<c>moles?|freckles?|beauty spots?|birthmarks?)\b[^.;!?]{0,80}?\b(?:changed|changing|"
+    r"chang\w+ (?:shape|colou?r|"
+    r"size)|grown|growing|got bigger|getting bigger|gone bigger|bigger than|darker|darkened|gone black|turned black|"
+    r"black in places|blotchy|ragged|jagged|irregular|bled|bleeds|bleeding|oozing|oozes|crusty|crusting|new colou?rs?|"
+    r"different colou?rs?|spreading|raised up|lumpy)\b", re.I)
+"""A mole that changed, as the NHS "Melanoma skin cancer" page lists it (a new mole or one that changes size, shape or
+colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist): recorded as a changing mole, a
+cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""
+DYED_BY = re.compile(
+    r"\b(?:beetroots?|beets|blackberr\w*|rhubarb|food colou?ring|red dye|iron (?:tablets?|pills?|supplements?)|"
+    r"ferrous|pepto|bismuth|liquorice|licorice|blueberr\w*|rifampicin|senna)\b", re.I)
+"""What colours urine or stools without any bleeding (NHS "Blood in urine": pee can turn pink or red after beetroot,
+blackberries or rhubarb, or with some medicines; NHS "Blood in poo" and NICE CKS Gastrointestinal bleeding: iron
+tablets, bismuth and liquorice turn stools black): a colour said with its dye in the sentence is no bleeding, whether
+the colour is read here or named by a lexicon phrase (:data:`DYED`, the mention reader)."""
+DYED = frozenset({"hematuria", "melena", "rectal bleeding", "dark urine"})
+"""The findings a dye can imitate."""
+
+_WEEKS_PREGNANT = re.compile(
+    r"\b(?:i'?m|i am|she'?s|she is|we'?re|at|now)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|just over\s+)?"
+    r"(?P<c>(?:[4-9]|[1-3]\d|4[0-2]|six|seven|eight|nine|ten|eleven|twelve|fourteen|sixteen|twenty|thirty)"
+    r"(?:\s*\+\s*\d)?\s+weeks)(?!\s+(?:ago|old|of|since|now|later|running|in a row|off|at|on|late|overdue|post\S*|"
+    r"after|out|into|behind|"
+    r"clean|sober|dry))\b", re.I)
+"""A pregnancy told by its week ("I'm 34 weeks", "she's 12 weeks"): in a history nothing else is counted so (NICE NG133
+Hypertension in pregnancy asks the gestation this way). "I'm 6 weeks post-op" is excluded by what follows, and a
+baby "six weeks old" by "old"."""
+
+
 def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
     for pattern, value in _COLOURS:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)
+                if not DYED_BY.search(_sentence_of(text, m.start("c")))]
     for kind, pattern in _READING.items():
         for m in pattern.finditer(text):
             if (value := _VERDICT[kind](float(m.group("n")))) is not None:
                 out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
+    for m in _TEMP_TAKEN.finditer(text):
+        if (value := _temperature(float(m.group("n")))) is not None:
+            out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
     for m in _METER_HIGH.finditer(text):
         value = "hyperglycemia" if m.group("c").lower() in ("hi", "high") else "hypoglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
@@ -295,6 +496,10 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss") for m in _WEIGHT_LOST.finditer(text)]
     for pattern in _BLURRED_SIGHT:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:visual impairment") for m in pattern.finditer(text)]
+    seen = ((_FIELD_LOST, "vision loss"), (_SEEING_LIGHTS, "photopsia"), (_FLOATING_SPECKS, "floaters"))
+    for patterns, value in seen:
+        for pattern in patterns:
+            out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
             for m in _STEADY_WEIGHT.finditer(text)]
     for pattern, value in _LUTS:
@@ -303,9 +508,34 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:dizziness{KIND}") for m in _SPINNING.finditer(text)]
     for pattern in _EAR_NOISE:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:tinnitus") for m in pattern.finditer(text)]
+    for pattern in _NON_BLANCHING:
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:non-blanching rash") for m in pattern.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:non-blanching rash{NORMAL}")
+            for m in _BLANCHING.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:syncope") for m in _CAME_ROUND.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:changing mole") for m in _MOLE_CHANGED.finditer(text)]
+    for m in _LIPS_SWELLING.finditer(text):
+        g = "c" if m.group("c") else "f"
+        out.append((m.start(g), m.end(g), f"{PREFIX}symptom:angioedema"))
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:chest pain") for m in _CHEST_WEIGHT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:self-harm") for m in _OVERDOSE.finditer(text)]
+    if not _BREATH_WORD.search(text):  # "I can only get a couple of words out" to an asthmatic is the breath
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:aphasia") for m in _WORDS_LOST.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:slurred speech") for m in _SPEECH_SLURS.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:weak limbs") for m in _LIMB_GAVE_WAY.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:neck stiffness") for m in _NECK_BENDS_BADLY.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:photophobia") for m in _LIGHT_HURTS.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}medical_history:pregnancy") for m in _WEEKS_PREGNANT.finditer(text)]
     for pattern in _CONTAGION:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}exposure:sick person") for m in pattern.finditer(text)]
     return _first_of_overlapping(out)
+
+
+def _sentence_of(text: str, at: int) -> str:
+    """The sentence of ``text`` around character ``at``."""
+    start = max(text.rfind(c, 0, at) for c in ".;!?") + 1
+    ends = [i for c in ".;!?" if (i := text.find(c, at)) >= 0]
+    return text[start:min(ends) if ends else len(text)]
 
 
 def _first_of_overlapping(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

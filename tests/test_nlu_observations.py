@@ -315,3 +315,20 @@ def test_a_colour_said_with_its_dye_is_no_bleeding(nlu, said, value):
     """NHS "Blood in urine" (beetroot, blackberries, rhubarb) and "Blood in poo" (iron tablets, bismuth): a colour
     said with what dyed it is no bleeding; said alone it still is (the colour tests above)."""
     assert statuses(nlu, said).get(value) is None, nlu.frames(said)
+
+
+@pytest.mark.parametrize(("said", "value", "status"), [
+    ("She's had plenty of soaked nappies today, so she's drinking enough.", "oliguria", "negative"),
+    ("He's peeing fine, it's just the runny bottom.", "oliguria", "negative"),
+    ("There have been no wet nappies since breakfast.", "oliguria", "positive"),
+])
+def test_urine_passed_as_usual_denies_oliguria(nlu, said, status, value):
+    """NICE NG143 asks after wet nappies: nappies still wet are the normal finding (no oliguria); none wet is it."""
+    assert statuses(nlu, said).get(value) == status, nlu.frames(said)
+
+
+def test_when_it_started_said_with_what_started(nlu):
+    """"He started throwing up last night": the time after the verb and what began is the onset."""
+    frames = nlu.frames("He started throwing up all over the place last night.")
+    items = [i for f in frames for i in (f.get("slots") or {}).get("positive_symptom", [])]
+    assert any(i.get("onset") == "last night" for i in items), frames

@@ -310,6 +310,13 @@ _LUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_URINE_PASSED = re.compile(
+    r"(?<!\bno )(?<!\bany )(?<!\bfew )\b(?P<c>(?:wet|heavy|soaking|soaked|full|wee-y|wee)\s+nappy|(?:wet|heavy|soaking|soaked|"
+    r"full)\s+nappies|(?:weeing|peeing|passing (?:urine|water)|wees|pees)\s+(?:normally|fine|okay|ok|as usual|plenty|"
+    r"a normal amount|like normal))\b", re.I)
+"""Urine passed as usual, as parents and patients tell it (NICE NG143 asks after wet nappies; "still having wet
+nappies"): the normal finding, so no oliguria ("no wet nappies" is the lexicon's oliguria, not this)."""
+
 _WEIGHT_LOST = re.compile(
     r"\b(?P<c>(?:lost|dropped|shed|losing|dropping|shedding|gone down)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|"
     r"over\s+|more than\s+|roughly\s+|like\s+|maybe\s+|a good\s+)?(?:a|half a|one|two|three|four|five|six|seven|eight|"
@@ -412,11 +419,11 @@ campaign's speech): "I couldn't find the word for kettle", "his words came out j
 _BREATH_WORD = re.compile(r"\b(?:breath\w*|asthma|inhaler|pump|puffer|wheez\w*|gasp\w*|puffed)\b", re.I)
 
 _SPEECH_SLURS = re.compile(
-    r"\b(?:speech|voice|talking|words)(?:['’]s)?\s+(?:(?:has|had|is|was|went|gone|got|all|a bit|really|suddenly|"
-    r"been|going)\s+){0,3}(?P<c>slurry|slurred|slurring|drunk-sounding|thick|funny|weird|strange|garbled|mumbly)\b",
-    re.I)
-"""Speech said to have gone wrong ("my mom's speech went slurry", "his voice has gone all funny"): slurred speech, the
-FAST campaign's S (a voice gone hoarse is told with other words)."""
+    r"\b(?:speech|talking|words)(?:['’]s)?\s+(?:(?:has|had|is|was|went|gone|got|all|a bit|really|suddenly|"
+    r"been|going)\s+){0,3}(?P<c>slurry|slurred|slurring|drunk-sounding|funny|weird|strange|garbled)\b", re.I)
+"""Speech said to have gone wrong ("my mom's speech went slurry", "his talking's gone all funny"): slurred speech, the
+FAST campaign's S. The voice is not among them: a voice gone thick or muffled is the throat's (a quinsy's "hot potato"
+voice), and one gone hoarse is dysphonia."""
 
 _LIMB_GAVE_WAY = re.compile(
     r"\b(?:(?:my|his|her|the)\s+)?(?:(?P<side>left|right)\s+)?(?:leg|legs|arm|knee|knees)\s+(?:just\s+|suddenly\s+|"
@@ -502,6 +509,7 @@ def observed(text: str) -> list[tuple[int, int, str]]:
             out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
             for m in _STEADY_WEIGHT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:oliguria{NORMAL}") for m in _URINE_PASSED.finditer(text)]
     for pattern, value in _LUTS:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     # before the contagion: "the room was going round" is vertigo, not an illness going round

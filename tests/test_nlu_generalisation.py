@@ -658,4 +658,5 @@ def test_flashes_and_a_shadow_over_the_sight_raise_the_eye_emergencies(store):
                    "And this morning it's like a dark veil came down over the bottom of my vision in that eye.")
     flags = {f["id"]: f["level"] for f in session.state().red_flags}
     assert flags.get("retinal_detachment") == "urgent" and flags.get("sudden_visual_loss") == "emergency", flags
-    assert talk(store, "I've had a few floaters in my right eye for years now, they never change.").state().red_flags == []
+    session = talk(store, "I've had a few floaters in my right eye for years now, they never change.")
+    assert session.state().red_flags == []

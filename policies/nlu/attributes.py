@@ -90,7 +90,7 @@ _LONG_AGO = re.compile(r"\b((?:many\s+|some\s+)?(?:years|decades|ages|yonks|a lo
 patient's words, which the red-flag screen reads as long past (``agent.core.safety.onset_days``). "For ages" is not
 among them: in British speech it is as often a week."""
 _RELATIVE = re.compile(
-    r"\b(?:started|began|came on|noticed it|start)\s+(?:(?!and\b|but\b)[a-z']+\s+){0,2}?(?:on\s+|just\s+)?"
+    r"\b(?:started|began|came on|noticed it|start)\s+(?:(?!and\b|but\b)[a-z']+\s+){0,3}?(?:on\s+|just\s+)?"
     r"(yesterday|last night|this morning|"
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|last week|a while ago)\b"
 )

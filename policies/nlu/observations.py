@@ -311,8 +311,9 @@ _LUTS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 _URINE_PASSED = re.compile(
-    r"(?<!\bno )(?<!\bany )(?<!\bfew )\b(?P<c>(?:wet|heavy|soaking|soaked|full|wee-y|wee)\s+nappy|(?:wet|heavy|soaking|soaked|"
-    r"full)\s+nappies|(?:weeing|peeing|passing (?:urine|water)|wees|pees)\s+(?:normally|fine|okay|ok|as usual|plenty|"
+    r"(?<!\bno )(?<!\bany )(?<!\bfew )\b(?P<c>(?:wet|heavy|soaking|soaked|full|wee-y|wee)\s+nappy|"
+    r"(?:wet|heavy|soaking|soaked|full)\s+nappies|(?:weeing|peeing|passing (?:urine|water)|wees|pees)\s+"
+    r"(?:normally|fine|okay|ok|as usual|plenty|"
     r"a normal amount|like normal))\b", re.I)
 """Urine passed as usual, as parents and patients tell it (NICE NG143 asks after wet nappies; "still having wet
 nappies"): the normal finding, so no oliguria ("no wet nappies" is the lexicon's oliguria, not this)."""

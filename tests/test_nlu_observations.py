@@ -332,3 +332,34 @@ def test_when_it_started_said_with_what_started(nlu):
     frames = nlu.frames("She started with the vomiting last night.")
     items = [i for f in frames for i in (f.get("slots") or {}).get("positive_symptom", [])]
     assert any(i.get("onset") == "last night" for i in items), frames
+
+
+@pytest.mark.parametrize(("said", "value", "status"), [
+    ("Passing urine is like peeing broken glass at the moment.", "dysuria", "positive"),
+    ("I've not been able to pass urine at all since breakfast.", "urinary retention", "positive"),
+    ("I can't pee without it stinging.", "urinary retention", None),  # how it feels, not a retention
+    ("My head goes all woozy whenever I get up from the sofa.", "lightheadedness", "positive"),
+    ("I get dizzy when I stand up.", "dizziness", "positive"),  # "dizzy" stays the dataset's dizziness
+    ("I've had a couple of falls since the summer.", "falls", "positive"),
+    ("My shin is all black and blue from the step.", "unusual bleeding", "positive"),
+    ("I'm a bit doddery on my feet these days.", "unsteady gait", "positive"),
+    ("Honestly I'm completely knackered all the time.", "fatigue", "positive"),
+])
+def test_urinary_falls_and_tiredness_in_everyday_words(nlu, said, value, status):
+    """NHS Health A-Z wording (Cystitis, Urinary retention, Low blood pressure, Falls, Bruises, Tiredness): each read
+    as its value, in words written for this test."""
+    assert statuses(nlu, said).get(value) == status, nlu.frames(said)
+
+
+def test_a_ruled_out_condition_a_counted_thing_and_a_clock_time_are_no_history_or_age(nlu):
+    """"I can't be pregnant" denies the pregnancy; "three falls" counts falls and "since about nine last night" tells a
+    time: neither is the patient's age, even when the doctor asked for it."""
+    s = nlu.frames("There's no way I can be pregnant, I can't be pregnant, I've had the implant for years.")
+    denied = [i["value"] for f in s for i in (f.get("slots") or {}).get("negative_medical_history", [])]
+    assert "pregnancy" in denied, s
+    asked = [{"action": "inquire", "basic_information": [{"value": "age"}]}]
+    assert nlu.frames("39.", last_actions=asked)[0]["slots"]["basic_information"] == [{"age": "39"}]  # asked: read
+    for said in ("I've had three falls this winter.", "It's been throbbing since about nine last night."):
+        frames = nlu.frames(said, last_actions=asked, doctor="How old are you, and what brings you in?")
+        ages = [r.get("age") for f in frames for r in (f.get("slots") or {}).get("basic_information", [])]
+        assert not any(ages), frames

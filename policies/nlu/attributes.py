@@ -638,12 +638,25 @@ def stated_age(text: str) -> str | None:
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 
+_CLOCK_TIME = re.compile(
+    r"\b(?:since|until|till|from|before|after|around|about|at|by)\s+(?:about\s+|around\s+|roughly\s+|just\s+)?"
+    r"\d{1,2}(?=\s*(?:ish\b|last night|this (?:morning|afternoon|evening)|in the (?:morning|afternoon|evening)|"
+    r"at night|"
+    r"tonight|yesterday|o'clock))|\b\d{1,2}\s*(?:last night|this (?:morning|afternoon|evening)|in the (?:morning|"
+    r"afternoon|evening)|at night|tonight)\b", re.I)
+"""A time of day said as a bare hour ("since about ten last night", "around 6 this morning")."""
+
+
 def bare_age(text: str) -> str | None:
     """An age given as a bare number, when the doctor asked for it ("Sure, 39."). A number that counts something after
-    it ("all four limbs", "two days", "3 times") or follows a time word ("an hour ago", "at 3") is no age."""
+    it ("all four limbs", "two days", "3 times", any plural noun: "two tumbles") or follows a time word ("an hour ago",
+    "at 3") is no age."""
+    if _CLOCK_TIME.search(with_digits(text)):
+        text = _CLOCK_TIME.sub(" ", with_digits(text))  # "since about ten last night" tells a time, no age
     m = re.search(r"(?<!\bat )(?<!\bby )\b(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'clock\b|(?:limbs?|times?|days?|"
                   r"hours?|minutes?|mins?|weeks?|kids|children|tablets|pills|cups|mugs|pints|units|cigarettes|fags|"
-                  r"pounds|stones?|kilos|kg|lbs|a day|a week)\b))", with_digits(text))
+                  r"pounds|stones?|kilos|kg|lbs|a day|a week)\b|\s+(?!(?:as|is|was|has|this|his|its|yes|years?|yrs|"
+                  r"plus|thanks)\b)[a-z]{3,}s\b))", with_digits(text))
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None
 
 

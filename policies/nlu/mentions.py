@@ -130,7 +130,9 @@ class MentionFinder:
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
                 status = "unknown"  # "Could I be pregnant?", "Is it my asthma?": a condition asked about, not had
-            if (base == "medical_history" and status == "positive" and not relation
+            if base == "medical_history" and status != "negative" and _RULED_OUT_BEFORE.search(before):
+                status = "negative"  # "I can't be pregnant, I've got the coil": ruled out, not had
+            elif (base == "medical_history" and status == "positive" and not relation
                     and _GUESS_BEFORE.search(f.sentence[:f.char_start])):
                 status = "unknown"  # "it's probably just flu", "could be a virus": the patient's guess, not had
             if (f.sent, value) in normal and seen is not None and status == "positive":
@@ -203,6 +205,12 @@ _GUESS_BEFORE = re.compile(
 """The patient's own guess at what it is ("it's probably just flu", "I thought it was just a cold", "could be a
 virus"): a diagnosis the patient proposes, which the history is taken to test, not one they have been given. Recorded
 as unknown, as a condition the patient asks about is; recorded as had, it had made a meningitis story influenza."""
+
+_RULED_OUT_BEFORE = re.compile(
+    r"\b(?:can'?t|cannot|can not|couldn'?t|could not|won'?t)\s+(?:possibly\s+|really\s+|actually\s+)?be\s+"
+    r"(?:a\s+|an\s+)?$|\b(?:no way|no chance)\s+(?:i'?m|i am|i could be|that i'?m)\s+$", re.I)
+"""A condition said to be impossible ("I can't be pregnant", "there's no way I'm diabetic"): ruled out by the patient,
+a denial (medspaCy's "n't" is kept from negating after "can't", since an inability is no denial)."""
 
 _LIKING = re.compile(r"\b(?:i|we|you|they|he|she|really|do|don't|does|did|would|'d|i'd)\s+(?:really\s+)?like\s+"
                      r"(?:\w+\s+){0,2}$", re.I)

@@ -318,6 +318,28 @@ _URINE_PASSED = re.compile(
 """Urine passed as usual, as parents and patients tell it (NICE NG143 asks after wet nappies; "still having wet
 nappies"): the normal finding, so no oliguria ("no wet nappies" is the lexicon's oliguria, not this)."""
 
+_ON_STANDING = re.compile(
+    r"\b(?P<c>swimmy|woozy|light-?headed|funny|spacey|muzzy|(?:my\s+)?head\s+(?:swims|spins|goes)|"
+    r"see(?:ing)? stars|(?:everything|it all|my vision)\s+goes\s+(?:black|grey|gray|dark))\b[^.;!?]{0,40}?\b"
+    r"(?:when|if|as|"
+    r"whenever|after)\s+(?:i|he|she|you)\s+(?:stand|stood|get|got|getting|standing|sit|sat)\s+up\b", re.I)
+"""Light-headed on standing (NHS "Low blood pressure": dizziness or light-headedness when you stand up; NICE CG161
+asks it of anyone who falls): the lightheadedness of the dataset, said in the words that are neither "dizzy" (the
+dataset's dizziness) nor "faint" (a faint, or the lexicon's near-faint)."""
+_FIERY_WEE = re.compile(
+    r"\b(?P<c>(?:weeing|peeing|pissing|passing|pee(?:ing)?|wee(?:ing)?)\s+(?:out\s+)?"
+    r"(?:razor ?blades|broken glass|glass|"
+    r"fire|acid|knives|needles|hot coals|barbed wire|lava))\b", re.I)
+"""Pain passing urine in its common similes (NHS "Cystitis": pain, burning or stinging when you pee; "like weeing
+razor blades"): dysuria."""
+_CANNOT_VOID = re.compile(
+    r"\b(?P<c>(?:haven'?t|have not|hasn'?t|has not|not)\s+been\s+able\s+to|(?:can'?t|cannot|couldn'?t|could not|"
+    r"unable to)(?:\s+(?:even|actually))?)\s+(?:pass (?:water|urine)|wee|pee|urinate|go for a (?:wee|pee))"
+    r"(?=\s*(?:[.,;!?]|$|at all|since|for|all|even though|though|no matter|however|despite|nothing))", re.I)
+"""Unable to pass urine at all, in the patient's words (NICE CKS Urinary retention (acute): unable to pass urine,
+with a painful bladder): urinary retention. Said with a "since" or "at all" or as a whole clause; "can't wee
+without it stinging" is how the passing feels, not a retention."""
+
 _WEIGHT_LOST = re.compile(
     r"\b(?P<c>(?:lost|dropped|shed|losing|dropping|shedding|gone down)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|"
     r"over\s+|more than\s+|roughly\s+|like\s+|maybe\s+|a good\s+)?(?:a|half a|one|two|three|four|five|six|seven|eight|"
@@ -397,7 +419,7 @@ heaviness; the NHS "Heart attack" page: "a feeling of pressure, tightness or squ
 band or vice across the chest is chest pain, which the cardiac rules then read with what came with it."""
 
 _OVERDOSE = re.compile(
-    r"\b(?:took|taken|take|taking|swallowed|swallow|downed|necked|had)\s+(?P<c>(?:a load of|loads of|lots of|a lot of|"
+    r"\b(?:took|taken|swallowed|downed|necked|had)\s+(?P<c>(?:a load of|loads of|lots of|a lot of|"
     r"a whole (?:packet|box|bottle|strip|pack|tub) of|a whole|all (?:of )?(?:my|the|his|her)|"
     r"a (?:handful|bunch|fistful|pile) of|a (?:packet|box|bottle|strip|pack|"
     r"tub|month's supply) of|(?:the )?(?:whole|entire) (?:packet|box|bottle|strip)(?: of)?|(?:maybe |about |around |"
@@ -407,7 +429,8 @@ _OVERDOSE = re.compile(
     r"meds|medication|antidepressants|insulin|capsules|tabs))\b", re.I)
 """An overdose told as what was taken (NICE NG225 Self-harm: intentional self-poisoning is self-harm, whatever the
 intent): a count or a heap of tablets taken at once ("took a load of paracetamol", "swallowed maybe twenty of
-mum's pills"). One or two tablets, or a dose as prescribed, are no heap."""
+mum's pills"). One or two tablets, or a dose as prescribed, are no heap; the past tense only, since "I've thought about
+taking all my tablets" is a thought of suicide, which the suicide rules read, not a self-harm done."""
 
 _WORDS_LOST = re.compile(
     r"\b(?P<c>(?:couldn'?t|can'?t|cannot|could not|unable to|struggl\w+ to|struggl\w+ (?:for|with))\s+"
@@ -511,6 +534,9 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
             for m in _STEADY_WEIGHT.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:oliguria{NORMAL}") for m in _URINE_PASSED.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:lightheadedness") for m in _ON_STANDING.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:dysuria") for m in _FIERY_WEE.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:urinary retention") for m in _CANNOT_VOID.finditer(text)]
     for pattern, value in _LUTS:
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     # before the contagion: "the room was going round" is vertigo, not an illness going round

@@ -660,3 +660,21 @@ def test_flashes_and_a_shadow_over_the_sight_raise_the_eye_emergencies(store):
     assert flags.get("retinal_detachment") == "urgent" and flags.get("sudden_visual_loss") == "emergency", flags
     session = talk(store, "I've had a few floaters in my right eye for years now, they never change.")
     assert session.state().red_flags == []
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("My daughter got an elbow to the head at netball, she was knocked out for about a minute and doesn't remember "
+     "the game at all.", "head_injury"),
+    ("Ever since I put my back out at the weekend I can't feel the loo roll when I wipe, and I've had an accident "
+     "in my pants.", "cauda_equina"),
+    ("My mum's halfway through chemo for her breast cancer and she's gone shivery, her temp is 38 point 4.",
+     "neutropenic_sepsis"),
+    ("My housemate's feverish and coming out with things that don't make any sense.", "fever_with_confusion"),
+    ("This asthma attack is awful, I can only manage one or two words at a time.", "severe_dyspnea"),
+])
+def test_red_flags_told_by_what_happened(store, said, rule):
+    """NICE NG232 (a blow, a knock-out, events forgotten), the NHS cauda equina page (the toilet paper not felt, an
+    accident), NICE CG151 (anticancer treatment told by what it treats), NHS Confusion, BTS/SIGN asthma (a few words
+    at a time): each raised, in words written for this test."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags

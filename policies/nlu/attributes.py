@@ -645,14 +645,17 @@ _CLOCK_TIME = re.compile(
     r"tonight|yesterday|o'clock))|\b\d{1,2}\s*(?:last night|this (?:morning|afternoon|evening)|in the (?:morning|"
     r"afternoon|evening)|at night|tonight)\b", re.I)
 """A time of day said as a bare hour ("since about ten last night", "around 6 this morning")."""
+_READING_SAID = re.compile(
+    r"\b(?:thermometer|temp|temperature|sugars?|glucose|sats|saturations?|oxygen|reading|meter|pulse|heart rate|"
+    r"blood pressure|bp|weigh(?:s|ed|t)?)\b[^.,;!?]{0,25}?\d{1,3}(?:(?:\.|\s+point\s+)\d{1,2})?", re.I)
+"""A reading the patient quotes ("the thermometer says 38 point 1"): its number is the reading's."""
 
 
 def bare_age(text: str) -> str | None:
     """An age given as a bare number, when the doctor asked for it ("Sure, 39."). A number that counts something after
     it ("all four limbs", "two days", "3 times", any plural noun: "two tumbles") or follows a time word ("an hour ago",
     "at 3") is no age."""
-    if _CLOCK_TIME.search(with_digits(text)):
-        text = _CLOCK_TIME.sub(" ", with_digits(text))  # "since about ten last night" tells a time, no age
+    text = _READING_SAID.sub(" ", _CLOCK_TIME.sub(" ", with_digits(text)))  # a time or a reading is no age
     m = re.search(r"(?<!\bat )(?<!\bby )\b(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'clock\b|(?:limbs?|times?|days?|"
                   r"hours?|minutes?|mins?|weeks?|kids|children|tablets|pills|cups|mugs|pints|units|cigarettes|fags|"
                   r"pounds|stones?|kilos|kg|lbs|a day|a week)\b|\s+(?!(?:as|is|was|has|this|his|its|yes|years?|yrs|"

@@ -75,7 +75,8 @@ _COLOURS = _colour_patterns()
 
 # -- readings ---------------------------------------------------------------------------------------------------
 
-_NUMBER = r"(?P<n>\d{1,3}(?:\.\d{1,2})?)"
+_NUMBER = r"(?P<n>\d{1,3}(?:(?:\.|\s+point\s+)\d{1,2})?)"
+"""A number, its decimals said with a point or the word ("38.1", "38 point 1")."""
 _BEFORE_NUMBER = (r"(?:[\s,:-]+(?!(?:but|because|or)\b)[\w'’]+){0,6}?[\s,:-]+"
                   r"(?:of\s+|at\s+|about\s+|around\s+|over\s+|above\s+|nearly\s+|almost\s+|under\s+|below\s+|to\s+)?")
 """Up to six words between what was measured and the number ("my sugars were", "my oxygen on the finger thing said")."""
@@ -101,6 +102,11 @@ _SUGAR_WORD = re.compile(r"\b(?:blood\s+)?(?:sugars?|glucose|bms?)\b(?:\s+(?:lev
 _KETONE_WORD = re.compile(r"\bketones?\b(?:\s+(?:levels?|readings?|strips?))?\s+(?:is|are|was|were|have been|has been|"
                           r"'s been|’s been|been|came up|came back|showed|show|went|turned|gone)\s+(?:\w+\s+)?"
                           r"(?P<c>high|raised|positive|up|purple|dark purple)\b", re.I)
+
+
+def _value(n: str) -> float:
+    """The number of :data:`_NUMBER`'s text ("38 point 1" is 38.1)."""
+    return float(re.sub(r"\s+point\s+", ".", n))
 
 
 def _glucose(n: float) -> str | None:
@@ -481,6 +487,50 @@ _MOLE_CHANGED = re.compile(
 """A mole that changed, as the NHS "Melanoma skin cancer" page lists it (a new mole or one that changes size, shape or
 colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist): recorded as a changing mole, a
 cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""
+_HEAD_HIT = re.compile(
+    r"\b(?P<c>(?:hit|banged|bumped|knocked|cracked|smacked|whacked|struck|bashed|clonked|thumped)\s+(?:\w+\s+){0,2}?"
+    r"(?:on|to|against)?\s*(?:the|my|his|her|their)\s+head|(?:took|had|got|taken|gotten|takes)\s+(?:a|an|one|another)\s+"
+    r"(?:nasty\s+|bad\s+|big\s+|hard\s+|real\s+)?(?:knock|bang|bump|blow|whack|thump|smack|clonk|hit|kick|elbow|knee)"
+    r"\s+(?:on|to|in)\s+(?:the|his|her|my|their)\s+(?:head|face|temple|forehead))\b", re.I)
+"""A blow to the head as it is told ("took a knock to the head playing rugby", "banged her head on the table"): a head
+injury (NICE NG232), which the head-injury rule reads with what followed it."""
+_KNOCKED_OUT = re.compile(
+    r"\b(?P<c>(?:was|were|went|been|got|is)\s+(?:knocked\s+)?out(?:\s+cold)?\s+for\s+"
+    r"(?:a|a few|a couple of|about|around|"
+    r"maybe|like|\d+|one|two|three|four|five|ten|thirty|several)\s+(?:\w+\s+)?(?:seconds?|secs?|minutes?|mins?|moments?)|"
+    r"knocked\s+(?:him|her|me|them)\s+(?:out|unconscious|spark out))\b", re.I)
+"""Knocked out for a time (NICE NG232 Head injury: any loss of consciousness): "he was out for a few seconds". Recorded
+as the dataset's syncope, the loss of consciousness the rules read."""
+_EVENT_FORGOTTEN = re.compile(
+    r"\b(?P<c>(?:can'?t|cannot|couldn'?t|doesn'?t|does not|don'?t|didn'?t)\s+remember\s+(?:what happened|anything\s+"
+    r"(?:about|after|before|of)|the\s+(?:match|game|accident|fall|crash|journey|drive|collision|hit|tackle|race|bout)|"
+    r"how\s+(?:i|he|she|they)\s+got|getting\s+(?:here|home|there)|being\s+(?:hit|tackled)))\b", re.I)
+"""An event the patient cannot remember (NICE NG232: amnesia for events before or after a head injury; the NHS
+"Concussion" page): memory impairment. "I can't remember the name of my tablets" is no amnesia; events only."""
+_BOTTOM_NUMB = re.compile(
+    r"\b(?:wip(?:e|es|ed|ing)|toilet paper|loo roll|bottom|bum|back passage|down below|between (?:my|his|her) legs|"
+    r"privates|genitals|inner thighs|saddle area|private parts)\b[^.;!?]{0,50}?\b(?P<c>numb|numbness|no feeling|"
+    r"can'?t feel|cannot feel|feel nothing|dead|pins and needles)\b|\b(?P<d>numb|numbness|no feeling|can'?t feel|"
+    r"cannot feel|feel nothing|pins and needles)\b[^.;!?]{0,30}?\b(?:when (?:i|he|she) wipe|wiping|toilet paper|"
+    r"loo roll|bottom|bum|back passage|down below|between (?:my|his|her) legs|privates|genitals|inner thighs)\b", re.I)
+"""Numbness of the saddle area in the patient's words (NHS "Cauda equina syndrome": numbness around your bottom or
+genitals; you might not feel toilet paper when you wipe): saddle anaesthesia, in either order of part and feeling."""
+_ACCIDENT = re.compile(
+    r"\b(?P<c>(?:a|an|some|little|a little|a few|few|couple of)?\s*accidents?)\s+(?:with|in|of)\s+(?:my|his|her|the)\s+"
+    r"(?P<what>bowels?|bowel|bladder|pants|underwear|trousers|knickers|nappy)\b", re.I)
+"""Incontinence as "an accident" (NHS "Cauda equina syndrome": problems controlling when you pee or poo): with the
+bowels, faecal; with the bladder, urinary; in the pants, whichever the sentence names (urine when it names neither)."""
+_NO_SENSE = re.compile(
+    r"\b(?P<c>(?:saying|talking|says|said|coming out with|came out with)\s+(?:stuff|things|words|rubbish|nonsense)\s+"
+    r"(?:that|which)\s+(?:doesn'?t|don'?t|didn'?t|does not|do not|did not)\s+make\s+(?:any\s+)?sense)\b", re.I)
+"""Speech that makes no sense (NHS "Confusion": not being able to think or speak clearly): confusion."""
+_CANCER_TREATMENT = re.compile(
+    r"\b(?P<c>(?:having|on|getting|receiving|started|starting|finished|halfway through|going through|undergoing|had)\s+"
+    r"(?:\w+\s+){0,2}?(?:treatment|chemo\w*|therapy|infusions?|drips?|cycles?)\s+for\s+(?:his|her|my|the|their)?\s*"
+    r"(?:\w+\s+)?(?:leuka?emia|cancer|lymphoma|myeloma|tumou?r|sarcoma|melanoma))\b", re.I)
+"""Anticancer treatment told by what it treats ("he's having treatment for leukaemia"): NICE CG151 Neutropenic sepsis
+counts anticancer treatment in the past six weeks; recorded as the dataset's chemotherapy."""
+
 DYED_BY = re.compile(
     r"\b(?:beetroots?|beets|blackberr\w*|rhubarb|food colou?ring|red dye|iron (?:tablets?|pills?|supplements?)|"
     r"ferrous|pepto|bismuth|liquorice|licorice|blueberr\w*|rifampicin|senna)\b", re.I)
@@ -510,10 +560,10 @@ def observed(text: str) -> list[tuple[int, int, str]]:
                 if not DYED_BY.search(_sentence_of(text, m.start("c")))]
     for kind, pattern in _READING.items():
         for m in pattern.finditer(text):
-            if (value := _VERDICT[kind](float(m.group("n")))) is not None:
+            if (value := _VERDICT[kind](_value(m.group("n")))) is not None:
                 out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
     for m in _TEMP_TAKEN.finditer(text):
-        if (value := _temperature(float(m.group("n")))) is not None:
+        if (value := _temperature(_value(m.group("n")))) is not None:
             out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
     for m in _METER_HIGH.finditer(text):
         value = "hyperglycemia" if m.group("c").lower() in ("hi", "high") else "hypoglycemia"
@@ -549,6 +599,19 @@ def observed(text: str) -> list[tuple[int, int, str]]:
             for m in _BLANCHING.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:syncope") for m in _CAME_ROUND.finditer(text)]
     out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:changing mole") for m in _MOLE_CHANGED.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}medical_history:head injury") for m in _HEAD_HIT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:syncope") for m in _KNOCKED_OUT.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:memory impairment") for m in _EVENT_FORGOTTEN.finditer(text)]
+    for m in _BOTTOM_NUMB.finditer(text):
+        g = "c" if m.group("c") else "d"
+        out.append((m.start(g), m.end(g), f"{PREFIX}symptom:saddle anaesthesia"))
+    for m in _ACCIDENT.finditer(text):
+        bowel = m.group("what").lower().startswith("bowel") or re.search(
+            r"\b(?:poo|poop|bowels?|stools?|soil\w*)\b", _sentence_of(text, m.start("c")), re.I)
+        out.append((m.start("c"), m.end("c"),
+                    f"{PREFIX}symptom:{'faecal incontinence' if bowel else 'urinary incontinence'}"))
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:confusion") for m in _NO_SENSE.finditer(text)]
+    out += [(m.start("c"), m.end("c"), f"{PREFIX}medication:chemotherapy") for m in _CANCER_TREATMENT.finditer(text)]
     for m in _LIPS_SWELLING.finditer(text):
         g = "c" if m.group("c") else "f"
         out.append((m.start(g), m.end(g), f"{PREFIX}symptom:angioedema"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -756,17 +756,33 @@ def _context_met(rule: Rule, text: str, state: dict[str, Any] | None, rules: Rul
     return bool((sims @ rules.context_embeddings[rule.id].T >= rules.screen.fire).any())
 
 
+def _denied(state: dict[str, Any], cond: Condition, vocab: Vocabulary) -> bool:
+    """Whether the state denies ``cond``: a negative item meets it, or denies its value everywhere ("no pain" said of
+    no place denies a pain in the belly; "no pain in my knee" does not)."""
+    if _matches(state, cond, vocab, ("negative",)):
+        return True
+    if not cond.location:
+        return False
+    anywhere = replace(cond, location=())
+    return any(not e.get("location") for e in _matches(state, anywhere, vocab, ("negative",)))
+
+
 def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab: Vocabulary) -> bool:
     """Whether a flag the words raised only by meaning names what the patient has already denied: every ``any_of``
     condition of its rule is denied in the state or not held, and one is denied ("my eyes aren't red", then "the
-    sight in my right eye went misty", 0.73 from a painful red eye's description). Such a ``possible`` flag is set
-    aside and a firmer one lowered to ``possible`` (:func:`check_text_flags`); a phrase's, or a rule with no
-    ``any_of``, never."""
-    if not state or not rule.any_of:
+    sight in my right eye went misty", 0.73 from a painful red eye's description), or an ``all_of`` condition, which
+    the rule cannot do without, is denied and not held ("my period's late, the test was negative and I've got no
+    pain": an ectopic pregnancy needs the pain). Such a ``possible`` flag is set aside and a firmer one lowered to
+    ``possible`` (:func:`check_text_flags`); a phrase's, or a rule with neither, never."""
+    if not state or not (rule.any_of or rule.all_of):
         return False
     if any(e.get("match") != "semantic" for e in flag.evidence):
         return False
-    denied = [bool(_matches(state, c, vocab, ("negative",))) for c in rule.any_of]
+    if any(_denied(state, c, vocab) and not _matches(state, c, vocab) for c in rule.all_of):
+        return True
+    if not rule.any_of:
+        return False
+    denied = [_denied(state, c, vocab) for c in rule.any_of]
     held = [bool(_matches(state, c, vocab)) for c in rule.any_of]
     return any(denied) and not any(held)
 

@@ -682,7 +682,8 @@ def test_red_flags_told_by_what_happened(store, said, rule):
 
 @pytest.mark.parametrize("said", [
     "My period hasn't come this month, but the pregnancy test said not pregnant and there's no pain anywhere.",
-    "Our son has a cold and a temperature of 38.2, and the little spots on his arm go pale when I roll a glass on them.",
+    "Our son has a cold and a temperature of 38.2, and the little spots on his arm go pale when I roll a glass on "
+    "them.",
 ])
 def test_a_flag_near_only_by_meaning_is_set_aside_when_what_it_needs_was_denied(store, said):
     """A red flag the words raise only by meaning is set aside when the state denies what the rule cannot do without:

@@ -363,3 +363,14 @@ def test_a_ruled_out_condition_a_counted_thing_and_a_clock_time_are_no_history_o
         frames = nlu.frames(said, last_actions=asked, doctor="How old are you, and what brings you in?")
         ages = [r.get("age") for f in frames for r in (f.get("slots") or {}).get("basic_information", [])]
         assert not any(ages), frames
+
+
+def test_what_the_eye_walkthrough_found_is_read_by_mechanism(nlu):
+    """The sixteenth session's eye walkthrough (a shadow "creeping up from the bottom of my sight" was read only by
+    meaning, short sight not at all), in other words: a veil that rose from the lower edge, and short sight named
+    the American way."""
+    assert statuses(nlu, "Since lunch a dark shade has risen up from the lower edge of my vision.").get(
+        "vision loss") == "positive"
+    frames = nlu.frames("I've been nearsighted all my life, I wear strong glasses.")
+    had = [i["value"] for f in frames for i in (f.get("slots") or {}).get("positive_medical_history", [])]
+    assert "myopia" in had, frames

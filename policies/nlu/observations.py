@@ -205,7 +205,9 @@ _VEIL = (r"curtain|shadow|veil|blind|shade|dark patch|black patch|grey patch|gra
 _OVER = (r"(?:over|across|covering|(?:coming|came|come|creeping|crept|moving|moved) in from|"
          r"coming (?:down|up|across|over)|"
          r"came (?:down|up|across|over)|come (?:down|up|across)|"
-         r"drawn (?:down|across)|pulled (?:down|across)|creeping (?:over|across|up|down)|in front of|blocking|"
+         r"drawn (?:down|across)|pulled (?:down|across)|(?:creeping|crept|creeps|moving|moved|spreading|spread|"
+         r"rising|rose|risen)"
+         r" (?:over|across|up|down)|in front of|blocking|"
          r"obscuring|spreading (?:over|across)|down over|up over)")
 _SEEN_PART = rf"(?:{_EYE_PLACE}|what (?:i|he|she) (?:can |could )?see|my view|the view)"
 """What a veil covers: the eye, the vision or what is seen ("coming in from the side of my right eye")."""
@@ -231,7 +233,7 @@ _FLOATING_SPECKS = (
 or specks in the vision. A speck "in my eye" is grit, not a floater, so it takes the vision or a drift."""
 _FIELD_LOST = (
     # "a grey curtain across the top half of what I can see", "like a shadow coming down over my vision"
-    re.compile(rf"\b(?P<c>{_VEIL})\s+(?:[\w'’]+\s+){{0,3}}?{_OVER}\s+(?:(?:the|a|my|part of|half of|some of|"
+    re.compile(rf"\b(?P<c>{_VEIL})\s+(?:[\w'’]+\s+){{0,3}}?{_OVER}\s+(?:(?:the|a|my|part of|half of|some of|from|"
                rf"top|bottom|upper|lower|left|right|outer|inner|side|edge|corner|half|bit|part|of|one|all|my)\s+){{0,5}}"
                rf"{_SEEN_PART}", re.I),
     # "half my vision has gone", "the bottom part of my sight is missing", "lost the top half of my vision"

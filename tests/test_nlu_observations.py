@@ -374,3 +374,28 @@ def test_what_the_eye_walkthrough_found_is_read_by_mechanism(nlu):
     frames = nlu.frames("I've been nearsighted all my life, I wear strong glasses.")
     had = [i["value"] for f in frames for i in (f.get("slots") or {}).get("positive_medical_history", [])]
     assert "myopia" in had, frames
+
+
+@pytest.mark.parametrize("said", [
+    "My wife had conjunctivitis last week and now both my eyes are sticky.",
+    "Loads of the kids in her class have been off with a tummy bug.",
+    "Her brother had exactly the same on Saturday.",
+    "I reckon I picked it up off them at the party.",
+])
+def test_a_contact_ill_with_a_passing_illness_is_a_sick_contact(nlu, said):
+    """NICE CKS and the OSCE history guides ask about unwell contacts: a partner's passing infection, classmates off
+    with a bug, a sibling with the same, an illness picked up off "them" are the patient's exposure to a sick person
+    (words written for this test)."""
+    assert ("positive_exposure", "sick person") in _items(nlu, said), nlu.frames(said)
+
+
+@pytest.mark.parametrize(("said", "name", "value"), [
+    ("She's breathing ever so quickly and her lips look a bit dusky.", "positive_symptom", "tachypnea"),
+    ("He's barely eaten anything since Friday.", "positive_symptom", "loss of appetite"),
+    ("I usually wear contacts for work but I've switched to glasses.", "positive_habit", "contact lens use"),
+    ("My GP says my BP is high so I'm on a tablet now.", "positive_medical_history", "hypertensive disease"),
+])
+def test_common_words_for_fast_breathing_appetite_lenses_and_blood_pressure(nlu, said, name, value):
+    """NICE NG51 (fast breathing), the NHS "Loss of appetite" and "High blood pressure" pages, contact lenses said as
+    "contacts": each read as its value (words written for this test)."""
+    assert (name, value) in _items(nlu, said, state={}), nlu.frames(said)

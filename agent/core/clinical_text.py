@@ -903,7 +903,13 @@ _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\
 # patient and the relative is family history.
 _OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
                             r"(?!\s+(?:just\s+|only\s+|recently\s+|now\s+)?(?:found|noticed|seen|heard|learned|learnt|"
-                            r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b", re.I)
+                            r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b|"
+                            r"(?<=[,;]\s)(?:and\s+)?(?:now\s+)?my\s+(?:(?:both|left|right|own)\s+)?(?:eyes?|chest|throat|"
+                            r"head|stomach|tummy|back|skin|legs?|arms?|ears?|nose|knees?|feet|hands?)\b|"
+                            r"\b(?:and|now|but)\s+(?:now\s+)?(?:both\s+)?my\s+(?:(?:left|right|own)\s+)?(?:eyes?|chest|throat|"
+                            r"head|stomach|tummy|back|skin|legs?|arms?|ears?|nose|knees?|feet|hands?)\b", re.I)
+"""... or the speaker's own body after the relative's part ("my wife had conjunctivitis and now both my eyes are
+sticky"): the relative's illness is the speaker's contact, the complaint the speaker's."""
 # "My wife says I snore": the relative reports on the speaker, who is the patient (read in the opening clause: "Dad's
 # got a fever, he thought I was his brother" is his confusion, no report on the speaker).
 _REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:that\s+)?"

@@ -283,7 +283,9 @@ def _someone_else(earlier: str, before: str) -> bool:
 
 
 _PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tuberculosis|vir(?:us|al)|covid|bug|"
-                              r"gastroenteritis|pox|measles", re.I)
+                              r"gastroenteritis|pox|measles|tonsillitis|pharyngitis|conjunctivitis|pink eye|"
+                              r"laryngitis|bronchitis|sinusitis|otitis|impetigo|scarlet fever|norovirus|"
+                              r"glandular fever|mumps|whooping cough|pertussis|strep", re.I)
 """An illness that passes between people: someone else's is a sick contact (an exposure), a lasting one is nobody's
 in the patient's state."""
 

@@ -261,9 +261,11 @@ _ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sick
             r"it|this)")
 _ILLNESS_NOUN = r"(?:bug|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|sore throat)"
 """An illness by name: "had a tummy bug from my boyfriend" (not "had this from my GP")."""
-_WHO = r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery)"
+_WHO = (r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery|him|them|us)"
+        r"(?!\s+(?:own|self)\b)")
 _AFTER_SAME = (r"(?=\s*(?:[.,;!?]|$|(?:but|and|as|a|too|last|over|before|recently|earlier|then|when|which|that|"
-               r"about|around|few|couple|week|weeks|days?|ago|now)\b))")
+               r"about|around|few|couple|week|weeks|days?|ago|now|at|on|this|yesterday|for a|for two|for three|"
+               r"for the)\b))")
 _CONTAGION = (
     # "picked this bug up from my daughter", "caught a cold off my little boy"
     re.compile(rf"\b(?P<c>(?:caught|catch|catching|picked up|pick up|picked\s+(?:\w+\s+){{1,2}}up)"
@@ -280,8 +282,8 @@ _CONTAGION = (
     # "there's something going round at work", "a bug doing the rounds"
     re.compile(r"\b(?P<c>going (?:a)?round|doing the rounds|going about)\b", re.I),
     # "half my class has been off with something", "everyone at work has had it"
-    re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|a bug|flu|a cold|"
-               r"this)))\b", re.I),
+    re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|this|"
+               r"(?:a|the)\s+(?:\w+\s+)?(?:bug|virus|cold|flu|cough|infection|lurgy))|with\s+flu))\b", re.I),
 )
 """Someone else ill with it, as patients tell it (NICE CKS and the OSCE history guides ask about unwell contacts):
 caught off or from someone, someone who had the same, an illness going round, others off sick. Recorded as MediTOD's

@@ -399,3 +399,17 @@ def test_common_words_for_fast_breathing_appetite_lenses_and_blood_pressure(nlu,
     """NICE NG51 (fast breathing), the NHS "Loss of appetite" and "High blood pressure" pages, contact lenses said as
     "contacts": each read as its value (words written for this test)."""
     assert (name, value) in _items(nlu, said, state={}), nlu.frames(said)
+
+
+def test_a_bare_side_and_a_day_in_a_reply_place_and_date_it():
+    """The eye walkthrough's reply "Same eye, the left. They came ... yesterday evening" to "which eye, and when did
+    they start?": a side said alone beside one paired part is that part's side, and a day anywhere in a reply to
+    "when" is the onset (other words here)."""
+    from policies.nlu import attributes as attr
+    from policies.nlu.lexicon import default_lexicon
+
+    lex = default_lexicon()
+    assert attr.places("it's my ear, the right one", lex.locations, lex.sided) == ["right ear"]
+    assert attr.places("my left knee and my back", lex.locations, lex.sided) == ["left knee", "back"]
+    assert attr.onset("they turned up along with the sparkles, on sunday night", asked=True) == "sunday night"
+    assert attr.onset("they turned up along with the sparkles, on sunday night") is None

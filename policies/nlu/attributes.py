@@ -117,6 +117,10 @@ _DAY_OPENING = re.compile(
     r"night))?)\b", re.I)
 """A day said first in the sentence ("Yesterday morning I woke up and couldn't hear", "On Sunday my chest started to
 hurt"): when what the sentence tells began, in the patient's words."""
+_ANY_DAY = re.compile(
+    r"\b((?:yesterday|last night|this morning|this afternoon|earlier today|(?:on\s+)?(?:monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday))(?:\s+(?:morning|afternoon|evening|night))?)\b", re.I)
+"""A day said anywhere in a reply to "when did it start?" ("They came with the flashes, yesterday evening")."""
 
 _CLOCK_ONSET = re.compile(
     rf"\b(?:started|began|came on|kicked in|woke me(?: up)?|happened|hit me)\s+(?:at\s+|around\s+|about\s+|"
@@ -413,6 +417,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
         return m.group(1)
     if m := _DAY_OPENING.search(text):
         return m.group(1).lower().removeprefix("on ")
+    if asked and (m := _ANY_DAY.search(text)):
+        return m.group(1).lower().removeprefix("on ")
     return None
 
 
@@ -584,6 +590,14 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
         one = phrase[:-1] if phrase.endswith("s") and phrase[:-1] in sided else phrase
         side = _SIDE_BEFORE.search(text[:start])
         out.append(f"{side.group(1)} {one}" if side and one in sided else table[phrase])
+    # a side said on its own beside one paired part ("Same eye, the left.", "the right one, my ear"): that part's side
+    starts = {h[0] for h in hits}
+    bare = {m.group(1) for m in re.finditer(r"\b(left|right)\b(?:[- ]hand(?:ed)?)?", text)
+            if not any(text[m.end():st].strip() in ("", "side of the", "side of my") for st in starts if st >= m.end())
+            and not re.match(r"\s+side\b", text[m.end():])}
+    unsided = [x for x in out if x in sided]
+    if len(bare) == 1 and len(unsided) == 1 and not any(x.startswith(("left ", "right ")) for x in out):
+        out = [f"{next(iter(bare))} {x}" if x in sided else x for x in out]
     return list(dict.fromkeys(out))
 
 

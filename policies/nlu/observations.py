@@ -556,6 +556,61 @@ Hypertension in pregnancy asks the gestation this way). "I'm 6 weeks post-op" is
 baby "six weeks old" by "old"."""
 
 
+_TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
+    # (pattern, key without the prefix), in the order of precedence of overlapping spans (:func:`_first_of_overlapping`)
+    (_KETONE_WORD, "symptom:ketosis"),
+    (_A_FIT, "symptom:seizure"),
+    (_TROUBLE_FROM, "symptom:pain"),
+    (_WEIGHT_LOST, "symptom:unexplained weight loss"),
+    *((p, "symptom:visual impairment") for p in _BLURRED_SIGHT),
+    *((p, "symptom:vision loss") for p in _FIELD_LOST),
+    *((p, "symptom:photopsia") for p in _SEEING_LIGHTS),
+    *((p, "symptom:floaters") for p in _FLOATING_SPECKS),
+    (_STEADY_WEIGHT, f"symptom:unexplained weight loss{NORMAL}"),
+    (_URINE_PASSED, f"symptom:oliguria{NORMAL}"),
+    (_ON_STANDING, "symptom:lightheadedness"),
+    (_FIERY_WEE, "symptom:dysuria"),
+    (_CANNOT_VOID, "symptom:urinary retention"),
+    *((p, f"symptom:{v}") for p, v in _LUTS),
+    (_SPINNING, f"symptom:dizziness{KIND}"),  # before the contagion: "the room was going round" is no illness
+    *((p, "symptom:tinnitus") for p in _EAR_NOISE),
+    *((p, "symptom:non-blanching rash") for p in _NON_BLANCHING),
+    (_BLANCHING, f"symptom:non-blanching rash{NORMAL}"),
+    (_CAME_ROUND, "symptom:syncope"),
+    (_MOLE_CHANGED, "symptom:changing mole"),
+    (_HEAD_HIT, "medical_history:head injury"),
+    (_KNOCKED_OUT, "symptom:syncope"),
+    (_EVENT_FORGOTTEN, "symptom:memory impairment"),
+    (_BOTTOM_NUMB, "symptom:saddle anaesthesia"),
+    (_NO_SENSE, "symptom:confusion"),
+    (_CANCER_TREATMENT, "medication:chemotherapy"),
+    (_LIPS_SWELLING, "symptom:angioedema"),
+    (_CHEST_WEIGHT, "symptom:chest pain"),
+    (_OVERDOSE, "symptom:self-harm"),
+)
+"""What a pattern shows by itself, whatever the rest of the turn says."""
+_TOLD_AFTER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_SPEECH_SLURS, "symptom:slurred speech"),
+    (_LIMB_GAVE_WAY, "symptom:weak limbs"),
+    (_NECK_BENDS_BADLY, "symptom:neck stiffness"),
+    (_LIGHT_HURTS, "symptom:photophobia"),
+    (_WEEKS_PREGNANT, "medical_history:pregnancy"),
+    *((p, "exposure:sick person") for p in _CONTAGION),
+)
+"""The same, after the words lost (:data:`_WORDS_LOST`), which take precedence over them."""
+
+
+def _told(patterns: tuple[tuple[re.Pattern[str], str], ...], text: str) -> list[tuple[int, int, str]]:
+    """The spans of ``patterns`` in ``text`` with their keys; a span is the pattern's first named group that matched
+    (``c``, or its other alternative's ``d`` / ``f``)."""
+    out = []
+    for pattern, key in patterns:
+        for m in pattern.finditer(text):
+            g = next(n for n in ("c", "d", "f") if n in pattern.groupindex and m.group(n) is not None)
+            out.append((m.start(g), m.end(g), f"{PREFIX}{key}"))
+    return out
+
+
 def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
@@ -575,61 +630,15 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     for m in _SUGAR_WORD.finditer(text):
         value = "hypoglycemia" if m.group("c").lower().startswith("low") else "hyperglycemia"
         out.append((m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}"))
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:ketosis") for m in _KETONE_WORD.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:seizure") for m in _A_FIT.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:pain") for m in _TROUBLE_FROM.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss") for m in _WEIGHT_LOST.finditer(text)]
-    for pattern in _BLURRED_SIGHT:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:visual impairment") for m in pattern.finditer(text)]
-    seen = ((_FIELD_LOST, "vision loss"), (_SEEING_LIGHTS, "photopsia"), (_FLOATING_SPECKS, "floaters"))
-    for patterns, value in seen:
-        for pattern in patterns:
-            out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:unexplained weight loss{NORMAL}")
-            for m in _STEADY_WEIGHT.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:oliguria{NORMAL}") for m in _URINE_PASSED.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:lightheadedness") for m in _ON_STANDING.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:dysuria") for m in _FIERY_WEE.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:urinary retention") for m in _CANNOT_VOID.finditer(text)]
-    for pattern, value in _LUTS:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
-    # before the contagion: "the room was going round" is vertigo, not an illness going round
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:dizziness{KIND}") for m in _SPINNING.finditer(text)]
-    for pattern in _EAR_NOISE:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:tinnitus") for m in pattern.finditer(text)]
-    for pattern in _NON_BLANCHING:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:non-blanching rash") for m in pattern.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:non-blanching rash{NORMAL}")
-            for m in _BLANCHING.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:syncope") for m in _CAME_ROUND.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:changing mole") for m in _MOLE_CHANGED.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}medical_history:head injury") for m in _HEAD_HIT.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:syncope") for m in _KNOCKED_OUT.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:memory impairment") for m in _EVENT_FORGOTTEN.finditer(text)]
-    for m in _BOTTOM_NUMB.finditer(text):
-        g = "c" if m.group("c") else "d"
-        out.append((m.start(g), m.end(g), f"{PREFIX}symptom:saddle anaesthesia"))
-    for m in _ACCIDENT.finditer(text):
+    out += _told(_TOLD, text)
+    for m in _ACCIDENT.finditer(text):  # which incontinence the sentence tells
         bowel = m.group("what").lower().startswith("bowel") or re.search(
             r"\b(?:poo|poop|bowels?|stools?|soil\w*)\b", _sentence_of(text, m.start("c")), re.I)
         out.append((m.start("c"), m.end("c"),
                     f"{PREFIX}symptom:{'faecal incontinence' if bowel else 'urinary incontinence'}"))
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:confusion") for m in _NO_SENSE.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}medication:chemotherapy") for m in _CANCER_TREATMENT.finditer(text)]
-    for m in _LIPS_SWELLING.finditer(text):
-        g = "c" if m.group("c") else "f"
-        out.append((m.start(g), m.end(g), f"{PREFIX}symptom:angioedema"))
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:chest pain") for m in _CHEST_WEIGHT.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:self-harm") for m in _OVERDOSE.finditer(text)]
     if not _BREATH_WORD.search(text):  # "I can only get a couple of words out" to an asthmatic is the breath
         out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:aphasia") for m in _WORDS_LOST.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:slurred speech") for m in _SPEECH_SLURS.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:weak limbs") for m in _LIMB_GAVE_WAY.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:neck stiffness") for m in _NECK_BENDS_BADLY.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:photophobia") for m in _LIGHT_HURTS.finditer(text)]
-    out += [(m.start("c"), m.end("c"), f"{PREFIX}medical_history:pregnancy") for m in _WEEKS_PREGNANT.finditer(text)]
-    for pattern in _CONTAGION:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}exposure:sick person") for m in pattern.finditer(text)]
+    out += _told(_TOLD_AFTER_WORDS, text)
     return _first_of_overlapping(out)
 
 

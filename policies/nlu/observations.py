@@ -208,7 +208,7 @@ _OVER = (r"(?:over|across|covering|(?:coming|came|come|creeping|crept|moving|mov
          r"drawn (?:down|across)|pulled (?:down|across)|(?:creeping|crept|creeps|moving|moved|spreading|spread|"
          r"rising|rose|risen)"
          r" (?:over|across|up|down)|in front of|blocking|"
-         r"obscuring|spreading (?:over|across)|down over|up over)")
+         r"obscuring|down over|up over)")
 _SEEN_PART = rf"(?:{_EYE_PLACE}|what (?:i|he|she) (?:can |could )?see|my view|the view)"
 """What a veil covers: the eye, the vision or what is seen ("coming in from the side of my right eye")."""
 _SEEING_LIGHTS = (
@@ -541,7 +541,8 @@ DYED_BY = re.compile(
 """What colours urine or stools without any bleeding (NHS "Blood in urine": pee can turn pink or red after beetroot,
 blackberries or rhubarb, or with some medicines; NHS "Blood in poo" and NICE CKS Gastrointestinal bleeding: iron
 tablets, bismuth and liquorice turn stools black): a colour said with its dye in the sentence is no bleeding, whether
-the colour is read here or named by a lexicon phrase (:data:`DYED`, the mention reader)."""
+the colour is read here or named by a lexicon phrase; the mention reader and the second stage apply it
+(:data:`DYED`)."""
 DYED = frozenset({"hematuria", "melena", "rectal bleeding", "dark urine"})
 """The findings a dye can imitate."""
 
@@ -615,8 +616,7 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     """``(char start, char end, key)`` of each observation in ``text``: the colour or number that shows a finding."""
     out: list[tuple[int, int, str]] = []
     for pattern, value in _COLOURS:
-        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)
-                if not DYED_BY.search(_sentence_of(text, m.start("c")))]
+        out += [(m.start("c"), m.end("c"), f"{PREFIX}symptom:{value}") for m in pattern.finditer(text)]
     for kind, pattern in _READING.items():
         for m in pattern.finditer(text):
             if (value := _VERDICT[kind](_value(m.group("n")))) is not None:

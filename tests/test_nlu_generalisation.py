@@ -689,3 +689,15 @@ def test_a_flag_near_only_by_meaning_is_set_aside_when_what_it_needs_was_denied(
     """A red flag the words raise only by meaning is set aside when the state denies what the rule cannot do without:
     an ectopic pregnancy without any pain, a meningococcal rash that blanches under the glass (NICE NG240)."""
     assert talk(store, said).state().red_flags == []
+
+
+def test_a_hearing_lost_on_waking_told_by_what_cannot_be_heard_raises_its_flag(store):
+    """The last walkthrough (`walk16b`): a hearing loss said as what cannot be heard with the ear, and a hiss "in that
+    ear", were read as nothing; in other words here (NHS "Sudden hearing loss"). A bad telephone line is no loss."""
+    session = talk(store, "Since I got up this morning I can hardly hear anything through my left ear, and there's "
+                          "a low hum in that ear as well.")
+    state = session.state().patient_state
+    assert status_of(state, "symptom", "hearing impairment") == "positive", state
+    assert status_of(state, "symptom", "tinnitus") == "positive", state
+    assert "sudden_hearing_loss" in {f["id"] for f in session.state().red_flags}
+    assert talk(store, "Sorry, I can't hear you very well, the line keeps cutting out.").state().red_flags == []

@@ -162,8 +162,10 @@ _SPINNING = re.compile(rf"\b{_SURROUNDINGS}\b(?:\s+(?:was|were|is|are|'s|’s|ke
 of whatever surrounds the patient ("the whole room was going round", "the ceiling started tilting"). MediTOD records
 vertigo as dizziness. The span is the movement; "the room doesn't spin" denies the spinning, not the dizziness a
 patient came with (:data:`KIND`)."""
-_SOUND = r"ringing|buzzing|whooshing|swooshing|hissing|humming|roaring|rushing|whistling|throbbing|pulsing|thumping"
-_EAR = r"(?:(?:my|the|both|one|one of my|either)\s+)?(?:(?:left|right|inner)\s+)?ears?\b"
+_SOUND = (r"ringing|buzzing|whooshing|swooshing|hissing|humming|roaring|rushing|whistling|throbbing|pulsing|thumping|"
+          r"(?:high|low|constant|faint|loud)?\s*(?:hiss|buzz|hum|whine|whistle|ring)")
+_EAR = (r"(?:(?:my|the|both|one|one of my|either|that|this|the same)\s+)?(?:(?:left|right|inner|bad|good)\s+)?"
+        r"ears?\b")
 _EAR_NOISE = (
     # "a whooshing noise in my ear", "ringing in both ears"
     re.compile(rf"\b(?P<c>{_SOUND}|(?:a\s+)?noises?|(?:a\s+)?sounds?)(?:\s+(?:noise|noises|sound|sounds))?\s+"
@@ -174,6 +176,13 @@ _EAR_NOISE = (
 )
 """Tinnitus as the NHS defines it: hearing noises that do not come from outside, such as ringing, buzzing, hissing,
 humming, whooshing or throbbing, said as a sound in the ear or as the ear making it. The span is the sound."""
+_CANT_HEAR = re.compile(
+    r"\b(?P<c>(?:can'?t|cannot|can barely|can hardly|can only just|barely|hardly|struggl\w+ to|couldn'?t|"
+    r"could barely)\s+hear\s+(?:anything\s+|a thing\s+|much\s+)?(?:at all\s+)?(?:out of|with|in|through|on)\s+"
+    r"(?:it|that|this|my|the|one|either|his|her)\b)", re.I)
+"""Hearing lost in one ear, said as what cannot be heard with it (NHS "Sudden hearing loss": hearing loss in one ear,
+often noticed on waking; "I can barely hear out of it"): hearing impairment, which the sudden-hearing-loss rule reads
+with its onset."""
 
 
 _SIGHT = r"(?:eyesight|vision|sight|eyes?)"
@@ -575,6 +584,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     *((p, f"symptom:{v}") for p, v in _LUTS),
     (_SPINNING, f"symptom:dizziness{KIND}"),  # before the contagion: "the room was going round" is no illness
     *((p, "symptom:tinnitus") for p in _EAR_NOISE),
+    (_CANT_HEAR, "symptom:hearing impairment"),
     *((p, "symptom:non-blanching rash") for p in _NON_BLANCHING),
     (_BLANCHING, f"symptom:non-blanching rash{NORMAL}"),
     (_CAME_ROUND, "symptom:syncope"),

@@ -94,17 +94,39 @@ def launch(config: ServeConfig, inherit_output: bool = False) -> ServerState:
 
 
 def terminate(pid: int, timeout_s: float = 30.0) -> None:
-    """SIGTERM the server's process group, SIGKILL what is left after ``timeout_s`` (engine workers included)."""
+    """SIGTERM the server's process group, SIGKILL what is left after ``timeout_s`` (engine workers included), and
+    return only once the server is gone.
+
+    A killed process does not vanish at once: the kernel first tears down its memory (gigabytes for a vLLM server), so
+    after SIGKILL we wait again (up to ``_KILL_GRACE_S``); returning earlier let ``serve stop`` report a server stopped
+    that a check a moment later still found alive. A server that outlives even that is an error, never a success."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    if _wait_gone(pid, timeout_s):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # engine workers left behind by a leader that exited
+    else:
+        log.warning("the vLLM server (pid %d) did not exit within %.0f s of SIGTERM; killing it", pid, timeout_s)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
     if pid in _children:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            _children.pop(pid).wait(10)
+            _children.pop(pid).wait(_KILL_GRACE_S)
+    if not _wait_gone(pid, _KILL_GRACE_S):
+        raise RuntimeError(f"the vLLM server (pid {pid}) is still alive {_KILL_GRACE_S:.0f} s after SIGKILL")
+
+
+_KILL_GRACE_S = 30.0  # how long a SIGKILLed server may take to release its memory and exit
+
+
+def _wait_gone(pid: int, timeout_s: float) -> bool:
+    """Poll until ``pid`` is gone (or a zombie); whether it went within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def returncode(pid: int) -> int | str:

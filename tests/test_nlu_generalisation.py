@@ -701,3 +701,70 @@ def test_a_hearing_lost_on_waking_told_by_what_cannot_be_heard_raises_its_flag(s
     assert status_of(state, "symptom", "tinnitus") == "positive", state
     assert "sudden_hearing_loss" in {f["id"] for f in session.state().red_flags}
     assert talk(store, "Sorry, I can't hear you very well, the line keeps cutting out.").state().red_flags == []
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("He cannae lift his right arm off the table and his speech has gone all thick since teatime.", "stroke_signs"),
+    ("Ah've been coughin' up blood every morning since Thursday.", "hemoptysis"),
+    ("A squeezing feeling in the middle of my chest started half an hour ago while I was sat reading.",
+     "acute_coronary_syndrome"),
+    ("My mum's left calf is a good bit fatter than the other one and she's been stuck in bed since her hip op.",
+     "deep_vein_thrombosis"),
+    ("My dad couldn't hold his fork in his left hand at dinner and his smile looked lopsided.", "stroke_signs"),
+    ("I've a pain in my chest and I can't breathe right, since an hour.", "chest_pain_with_dyspnea"),
+])
+def test_red_flags_in_regional_spellings_and_plain_signs(store, said, rule):
+    """Regional spellings read in standard English (``configs/vocabulary/dialect.yaml``: Scots "cannae", the dropped
+    g of "coughin'"), a chest pain felt as cardiac pain is felt begun within the day (NICE CG95), a limb bigger than
+    its fellow (Wells), a hand that will not grip (FAST), and "can't breathe right" (a verdict under a "can't" is no
+    denial): each raised, in words written for this test."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+@pytest.mark.parametrize("said", [
+    "For the last month I get a tight chest walking up the hill to work, and it goes after a couple of minutes' rest.",
+    "My chest is tight and wheezy and I've been coughing all night, the usual with my asthma.",
+    "My chest has been sore since a heavy day of lifting boxes at the warehouse, it hurts when I press on it.",
+    "My shoulder is so stiff and painful after the fall that I can't lift my arm to brush my hair.",
+])
+def test_a_tight_chest_of_weeks_or_of_the_airways_and_a_painful_limb_raise_no_emergency(store, said):
+    """Stable angina's pattern (weeks, relieved by rest: NICE CG95 1.3, the chest pain clinic), a tight chest with a
+    wheeze and a cough (the airways'), "heavy" said of the lifting, and a limb that pain stops (at most "possible",
+    for the clinician to judge): none is the cardiac or the stroke emergency."""
+    flags = {f["id"]: f["level"] for f in talk(store, said).state().red_flags}
+    assert "acute_coronary_syndrome" not in flags and flags.get("stroke_signs") in (None, "possible"), flags
+
+
+def test_ear_complaints_their_side_and_a_no_that_names_something_else(store):
+    """An earache in one word is a pain at the ear, a discharge word said of the ear is the ear's (not sputum), "that
+    ear" keeps the side named before, and "No itchiness, no fever" to a question about other things answers none of
+    them (a determiner "no", not the question's); the ear plan's screen follows."""
+    session = talk(store, "I've had an earache in my right ear since Tuesday and yellow gunk is leaking out of it.",
+                   "And the hearing is muffled in that ear too.")
+    state = session.state().patient_state
+    pain = next(it for status, it in cmas.slot_items(state, "symptom") if it.get("value") == "pain")
+    assert pain.get("location") == ["right ear"], state
+    assert status_of(state, "symptom", "ear discharge") == "positive", state
+    assert status_of(state, "symptom", "colored/excess sputum") is None, state
+    loss = next(it for status, it in cmas.slot_items(state, "symptom") if it.get("value") == "hearing impairment")
+    assert loss.get("location") == ["right ear"], state
+
+
+def test_a_reply_that_opens_no_with_a_thing_answers_only_that_thing():
+    """"No dandruff" to "any fainting or fits?" denies neither (the object is not asked); "No fits" denies the fits
+    alone; "No, not at all" denies what was asked."""
+    from eval.runs.nlu_check import build_nlu
+
+    nlu = build_nlu()[0]
+    asked = [{"action": "inquire", "symptom": [{"value": "syncope"}, {"value": "seizure"}]}]
+    doctor = "Have you had any fainting spells or fits?"
+
+    def statuses(reply: str) -> dict[str, str]:
+        frames = nlu.read(reply, asked, {"positive_symptom": [{"value": "headache"}]}, doctor).frames
+        return {i["value"]: name.split("_")[0] for f in frames for name, items in f.get("slots", {}).items()
+                if name.endswith("_symptom") for i in items}
+
+    assert not {"syncope", "seizure"} & set(statuses("No dandruff, but my scalp itches.")), statuses
+    assert statuses("No, not at all.") == {"syncope": "negative", "seizure": "negative"}
+    assert statuses("No different from before.") != {}

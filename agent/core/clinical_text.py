@@ -169,6 +169,12 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # ... nor one under a "can't": "I cannot breathe good", "can't hear right" say what does not work (the verdict
+    # is the function's manner, in plain or non-native English), so the longer cue takes the verdict's words
+    rules.append(ConTextRule("can't breathe good", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["ca", "can", "could", "do", "does", "did"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}},
+        {"LOWER": {"REGEX": r"^[a-z]{3,}$"}},
+        {"LOWER": {"IN": ["good", "fine", "normal", "ok", "okay", "alright", "right", "properly", "well"]}}]))
     # ... but a verdict on treatment is no denial: "my blood pressure is fine on it", "sugars are good with the tablets"
     # say the condition is there and treated (the longer cue takes the verdict's words).
     rules.append(ConTextRule("fine on it", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
@@ -921,7 +927,10 @@ _REPORTS_ON_ME = re.compile(rf"\b(?:{'|'.join(sorted(REPORTING_VERBS))})\s+(?:th
 _PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?:morning|afternoon|evening|week)|"
                       r"yesterday|last night|since|for the (?:past|last)|now|just|suddenly|keeps?|started|began|"
                       r"is|are|has been|have been|won't|can't|cannot|doesn't|isn't|hasn't|collapsed|blacked out|"
-                      r"passed out|fainted|fell|went|woke|seems|looks|(?:minutes?|hours?|days?) ago)\b", re.I)
+                      r"passed out|fainted|fell|went|woke|seems|looks|looked|couldn't|could not|wouldn't|would not|"
+                      r"at (?:breakfast|lunch|lunchtime|dinner|dinnertime|tea|teatime|supper)|"
+                      r"(?:minutes?|hours?|days?) ago)\b",
+                      re.I)
 _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee
 knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight

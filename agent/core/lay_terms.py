@@ -34,6 +34,7 @@ from agent.core.paths import REPO_ROOT
 HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
 DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
 LAY_GLOSSARY = REPO_ROOT / "configs" / "vocabulary" / "lay_glossary.yaml"
+DIALECT = REPO_ROOT / "configs" / "vocabulary" / "dialect.yaml"
 COMMON_NAMES = REPO_ROOT / "configs" / "vocabulary" / "common_names.yaml"
 INN_STEMS = REPO_ROOT / "configs" / "vocabulary" / "inn_stems.yaml"
 
@@ -269,6 +270,29 @@ def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern[str], st
         except re.error as exc:
             raise LayTermsError(f"{path}: glosses: {pattern!r} is not a regular expression ({exc})") from exc
     return tuple(out)
+
+
+@lru_cache(maxsize=2)
+def _spellings(path: str | Path = DIALECT) -> tuple[tuple[re.Pattern[str], str], ...]:
+    raw = _load(Path(path)).get("spellings") or {}
+    if not isinstance(raw, dict):
+        raise LayTermsError(f"{path}: spellings: expected a mapping pattern -> standard word")
+    out = []
+    for pattern, standard in raw.items():
+        try:
+            out.append((re.compile(rf"(?<![\w'’])(?:{pattern})(?![\w])", re.I), str(standard)))
+        except re.error as exc:
+            raise LayTermsError(f"{path}: spellings: {pattern!r} is not a regular expression ({exc})") from exc
+    return tuple(out)
+
+
+def standard_spelling(text: str) -> str:
+    """``text`` with regional and informal spellings in standard English (``dialect.yaml``): "Ah cannae grip ma cup
+    wi' ma left hand" -> "I can't grip my cup with my left hand". Read before the NLU and the red-flag screen, whose
+    negation, ability and phrase readers know only the standard forms; the patient's own words stay in the record."""
+    for pattern, standard in _spellings():
+        text = pattern.sub(standard, text)
+    return text
 
 
 def gloss(text: str) -> str:

@@ -35,7 +35,7 @@ from agent.core.clinical_text import (
 )
 from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
-from agent.core.lay_terms import gloss
+from agent.core.lay_terms import gloss, standard_spelling
 from agent.core.numbers import with_digits
 from agent.core.ontology import Vocabulary, body_part_words, default_vocabulary, part_members, symptom_names
 from agent.core.paths import REPO_ROOT
@@ -88,6 +88,9 @@ class Condition:
     min_severity: float | None = None
     max_onset_days: float | None = None  # began at most this many days ago (:func:`onset_days`): a sudden loss
     level: str | None = None  # an ``any_of`` condition that raises the rule above its level when it holds
+    characteristics: tuple[str, ...] = ()  # the item is said to feel so (``positive_characteristics``): a crushing pain
+    unless: tuple[str, ...] = ()  # symptoms that, held, explain the item away: a tight chest with a wheeze is asthma's
+    onset_unsaid_counts: bool = False  # with max_onset_days: an item whose onset is not yet told counts (recall first)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class Rule:
     patterns: tuple[re.Pattern[str], ...] = ()  # word combinations no phrase list spells (a harm verb and a person)
     min_age: int | None = None  # a patient known to be younger does not have it (giant cell arteritis: 50 and over)
     reads_the_past: bool = False  # symptoms begun long ago count too (:data:`PAST_EPISODE_DAYS`): self-harm, cancer
+    explained_by: tuple[re.Pattern[str], ...] = ()  # words that explain the sign away: raised from words, "possible"
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,8 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     condition may carry a ``level``, above the rule's)."""
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
-    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level"}:
+    if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level",
+                              "characteristics", "unless", "onset_unsaid_counts"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -240,7 +245,20 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
             raise RuleError(f"{where}: 'level' belongs to an any_of condition (the level the rule rises to with it)")
         if level not in RULE_LEVELS or RULE_LEVELS.index(level) >= RULE_LEVELS.index(rule_level):
             raise RuleError(f"{where}: level {level!r} must be a level above the rule's ({rule_level!r})")
-    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level)
+    characteristics = raw.get("characteristics") or []
+    if not isinstance(characteristics, list) or not all(isinstance(x, str) and x.strip() for x in characteristics):
+        raise RuleError(f"{where}: 'characteristics' must be a list of how the item feels (the NLU's values)")
+    unless = raw.get("unless") or []
+    if not isinstance(unless, list) or not all(isinstance(x, str) for x in unless):
+        raise RuleError(f"{where}: 'unless' must be a list of symptom values")
+    for v in unless:
+        if not vocab.known("symptom", v):
+            raise RuleError(f"{where}: unless: {v!r} is neither an ontology code nor a configs/vocabulary.yaml symptom")
+    unsaid = raw.get("onset_unsaid_counts", False)
+    if not isinstance(unsaid, bool) or (unsaid and days is None):
+        raise RuleError(f"{where}: onset_unsaid_counts is true or false, and goes with max_onset_days")
+    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level, tuple(characteristics),
+                     tuple(unless), unsaid)
 
 
 def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None) -> RuleSet:
@@ -292,6 +310,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         min_age = r.get("min_age")
         if min_age is not None and (isinstance(min_age, bool) or not isinstance(min_age, int) or min_age < 1):
             raise RuleError(f"{where}: 'min_age' must be a whole number of years")
+        explained_by = _patterns(r.get("explained_by"), f"{where}: 'explained_by'")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -314,6 +333,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 patterns=patterns,
                 min_age=min_age,
                 reads_the_past=past,
+                explained_by=explained_by,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -330,7 +350,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
               "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "min_age",
-              "reads_the_past"}
+              "reads_the_past", "explained_by"}
 
 
 def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
@@ -500,6 +520,9 @@ def _matches(
     spec = cmas.SLOTS[cond.slot]
     names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
     evidence = []
+    if cond.unless and any(vocab.same("symptom", str(it.get("value", "")), v)
+                           for it in state.get("positive_symptom") or [] for v in cond.unless):
+        return evidence
     for name in names:
         for item in state.get(name) or []:
             value = item.get("value")
@@ -509,10 +532,13 @@ def _matches(
                 continue
             if not _located(cond, item):
                 continue
+            if cond.characteristics and not set(cond.characteristics) & set(item.get("positive_characteristics") or []):
+                continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
                 continue
             days = onset_days(item)
-            if cond.max_onset_days is not None and (days is None or days > cond.max_onset_days):
+            if cond.max_onset_days is not None and (
+                    days > cond.max_onset_days if days is not None else not cond.onset_unsaid_counts):
                 continue
             if not past and cond.slot == "symptom" and days is not None and days > PAST_EPISODE_DAYS:
                 continue
@@ -787,6 +813,14 @@ def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab
     return any(denied) and not any(held)
 
 
+def explained(rule: Rule, flag: RedFlag) -> bool:
+    """Whether every sentence that raised ``flag`` from words also says what explains the sign away (the rule's
+    ``explained_by``: "my shoulder is so stiff I can't lift my arm" is the pain's, not a stroke's weakness). Recall
+    first: such a flag is kept, as "possible", for the clinician to judge; the state's own evidence is never lowered."""
+    said = [str(e.get("sentence") or e.get("text") or "") for e in flag.evidence]
+    return bool(rule.explained_by) and bool(said) and all(any(p.search(s) for p in rule.explained_by) for s in said)
+
+
 def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = False,
                      state: dict[str, Any] | None = None) -> list[RedFlag]:
     """The rules the patient's own words raise, so a red flag never depends on the NLU alone: the rules' lay phrases
@@ -800,6 +834,7 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     rules = rules or default_rules()
     if not text.strip():
         return []
+    text = standard_spelling(text)  # "she cannae lift her arm": the readers know "can't"
     relative = None
     if opening:
         text, relative = as_the_patient(text)
@@ -833,6 +868,8 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
                 del found[rule.id]
             else:
                 found[rule.id].level = "possible"
+        elif explained(rule, found[rule.id]):
+            found[rule.id].level = "possible"
     if relative:
         for flag in found.values():
             for e in flag.evidence:

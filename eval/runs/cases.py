@@ -45,7 +45,7 @@ DOMAINS = ("respiratory", "cardiac", "musculoskeletal", "gastro", "mental health
 PRESENTATIONS = ("cough", "breathlessness", "chest_pain", "palpitations", "syncope_dizziness", "headache",
                  "weakness_numbness", "abdominal_pain", "gi_bleeding", "vomiting_diarrhoea", "back_pain", "joint_pain",
                  "urinary", "fever", "sore_throat", "rash", "low_mood_anxiety", "fatigue_weight_loss", "red_eye",
-                 "scrotal_pain", "leg_pain_swelling")
+                 "scrotal_pain", "leg_pain_swelling", "ear_hearing")
 """The presenting-complaint classes a card's interview should follow (``CaseCard.presentation``)."""
 NEGATIVE_STATUSES = frozenset({"negative", "unavail", "not_traveled", "false", "not_living"})
 OPEN_HEADS = cmas.OPEN_VALUES

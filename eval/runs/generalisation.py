@@ -69,8 +69,20 @@ def find_status(state: dict, slot: str, value: str, vocab: Vocabulary) -> str | 
     return None
 
 
+_TEST_STATUS = {"positive": "avail", "negative": "unavail"}
+"""A medical test's statuses are whether it was done (CMAS ``avail``/``unavail``); material written by people who
+think of it as any other fact says "positive"/"negative" for the same thing."""
+
+
+def _as_cmas(item: dict) -> dict:
+    """An item of the material with a medical test's status in CMAS terms (:data:`_TEST_STATUS`)."""
+    if item.get("slot") == "medical_test" and item.get("status") in _TEST_STATUS:
+        return {**item, "status": _TEST_STATUS[item["status"]]}
+    return item
+
+
 def _story_report(story: dict, got: Interview, vocab: Vocabulary) -> dict:
-    expected = story.get("expected") or []
+    expected = [_as_cmas(e) for e in story.get("expected") or []]
     found, wrong, missed = [], [], []
     for e in expected:
         status = find_status(got.state, e["slot"], e["value"], vocab)
@@ -81,7 +93,7 @@ def _story_report(story: dict, got: Interview, vocab: Vocabulary) -> dict:
         else:
             missed.append(e)
     violations = []
-    for m in story.get("must_not") or []:
+    for m in [_as_cmas(m) for m in story.get("must_not") or []]:
         status = find_status(got.state, m["slot"], m["value"], vocab)
         if status is not None and status == m.get("status", status):
             violations.append({**m, "got": status})

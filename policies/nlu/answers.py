@@ -95,6 +95,17 @@ _DENIED_NO = re.compile(
     r"(?:more\s+)?(?P<obj>[a-z][a-z' -]*?)\s*(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|"
     r"so far|in|when|with|on)\b|$)")
 """A second "no" after the answer word: "No, there was no blood when I threw up" denies the blood."""
+_BARE_NO = re.compile(
+    r"^\W*no\s+(?!(?:i|i'm|i've|i'd|it|it's|its|not|never|nothing|none|nobody|thanks|thank|sir|ma'am|doctor|doc|way|"
+    r"problems?|issues?|trouble|worries|idea|just|really|that|there|we|he|she|they|you|my|the|more|one|changes?|"
+    r"nope|no|sorry|actually|definitely|absolutely|certainly|honestly|mate|love|dear|"
+    r"different|difference|better|worse|improvement|longer|less|further|earlier|later|clue|such|other|single|real|big|"
+    r"major|particular)\b)"
+    r"(?P<obj>[a-z][a-z' -]*?)\s*(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|so far|in|when|"
+    r"with|on)\b|$)")
+"""A reply whose opening "no" determines a thing it names, without a comma ("No earache, no discharge" to "any
+fainting or fits?"): the object the lexicon may not know, weighed like a denied object (a pronoun, a generic
+"problems", an adverb or a form of address after it keeps it the question's no)."""
 _NOT_AN_OBJECT = frozenset("anything something that it them those this these one such like sort kind".split())
 SYNONYM_SIMILARITY = 0.45
 """Cosine similarity (the embedded all-MiniLM-L6-v2) at which a denied object unknown to the lexicon is taken for an
@@ -285,7 +296,7 @@ class AnswerReader:
         (:data:`SYNONYM_SIMILARITY`); "No, nothing like that" refers back, and "No, and no headaches either" is the
         question's no and one more."""
         first = re.split(r"(?<=[.!?])\s+", attr.clean(text).strip())[0]  # the sentence the "no" opens
-        m = _DENIED_OBJECT.search(first) or _DENIED_NO.search(first.lower())
+        m = _DENIED_OBJECT.search(first) or _DENIED_NO.search(first.lower()) or _BARE_NO.search(first.lower())
         if m is None or re.search(r"\b(?:either|neither|too|as well|also)\b", first):
             return False  # "No, and I don't get headaches either": the question's no, and another
         words = [w for w in re.findall(r"[a-z]+", m.group("obj")) if w not in STOP_WORDS and w not in _NOT_AN_OBJECT]

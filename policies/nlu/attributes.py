@@ -598,6 +598,8 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
     unsided = [x for x in out if x in sided]
     if len(bare) == 1 and len(unsided) == 1 and not any(x.startswith(("left ", "right ")) for x in out):
         out = [f"{next(iter(bare))} {x}" if x in sided else x for x in out]
+    # a part named twice, once with its side ("earache in my left ear"): one place, the sided one
+    out = [x for x in out if not (x in sided and (f"left {x}" in out or f"right {x}" in out))]
     return list(dict.fromkeys(out))
 
 

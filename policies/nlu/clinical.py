@@ -27,6 +27,7 @@ from agent.core.clinical_text import (
     spoken_for,
     without_echoes,
 )
+from agent.core.lay_terms import standard_spelling
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import default_rules, disclosure_words, disclosures
@@ -113,7 +114,7 @@ class ClinicalNLU:
         ``proxy``: the relative a guardian speaks for (``agent.core.clinical_text.spoken_for``), who is the patient;
         what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
-        text = without_echoes(text)  # "Pregnant? I'm 71!": the echoed question is no answer
+        text = without_echoes(standard_spelling(text))  # "Pregnant? I'm 71!": the echoed question is no answer
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None
@@ -146,6 +147,7 @@ class ClinicalNLU:
         self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs}, sents)
         self.details.spread_of_pain(frame, text)
         self.details.place_from_before(frame, mentions, state)
+        self.details.side_of_the_same_part(frame, text, state)
         self.details.name_angioedema(frame, mentions)
         self.details.records(frame, text, whole, asked)
         if relative in GUARDED_SEX:  # "I'm here with my mum": the patient is a woman

@@ -123,6 +123,14 @@ _PRESSURE_WORDS = frozenset("""crushing squeezing pressing gripping pressure wei
 feeling sensation like""".split())
 """How a patient describes a pain without the word ("a crushing feeling", "like a weight pressing"): with a site
 whose pain MediTOD names (chest, head, jaw), they say that pain."""
+_ONSET_SAID = re.compile(
+    r"\b(?:(?:started|starting|began|begun|came on|come on|kicked in|been there|there)\s+)?(?:about\s+|around\s+|"
+    r"roughly\s+|nearly\s+|over\s+)?(?:(?:half an?|an?|one|two|three|four|five|ten|twenty|thirty|forty|\d+)\s+"
+    r"(?:minutes?|mins?|hours?|hrs?|days?)\s+ago|(?:since|from|for)\s+(?:the last\s+|the past\s+)?(?:about\s+)?"
+    r"(?:half an?|an?|one|two|three|four|five|ten|twenty|thirty|forty|\d+)\s+(?:minutes?|mins?|hours?|hrs?)|"
+    r"this (?:morning|afternoon|evening)|last night|tonight|today|(?:just\s+)?now)\b|\b(?:started|began|came on)\b")
+"""When a pain began, said in its clause ("a squeezing feeling in the middle of my chest started half an hour ago"):
+no word of what the pain is, so the quality-at-site reading sets it aside."""
 _NO_PAIN_SAID = frozenset("feeling sensation like bit little really kind sort constant mild deep bad".split())
 """Quality words that say no pain by themselves ("a funny feeling in my chest", "a bit of a sensation")."""
 
@@ -155,6 +163,18 @@ def only_pain_quality(clause: str) -> bool:
     """Whether every content word of a clause is a pain or a quality of one (:data:`_PAIN_QUALITY`)."""
     words = [w for w in _WORD.findall(clause.lower().replace("'", "")) if w not in STOP_WORDS]
     return bool(words) and all(w in _PAIN_QUALITY for w in words)
+
+
+_QUALITY_GOES_ON = re.compile(
+    r"^\W*(?:and|or|but)\s+(?:(?:really|very|quite|proper|so|a bit|kind of|sort of)\s+)?(?P<word>[a-z]+)\b")
+
+
+def goes_on_with_a_quality(clause: str) -> bool:
+    """Whether a clause opens by adding a pain's quality to the clause before ("tight and heavy since I was shovelling
+    snow", split at "and"): the adjective is the pain's, whatever follows it (the encoder took "heavy since ..."
+    for weight gain)."""
+    m = _QUALITY_GOES_ON.match(clause.lower())
+    return m is not None and m.group("word") in _PAIN_QUALITY
 
 
 def only_routine(clause: str) -> bool:
@@ -338,7 +358,7 @@ class ConceptMatcher:
         sites = {site for p in phrase_hits(text, self.lexicon.locations) if (site := site_of(p)) is not None}
         if len(sites) != 1:
             return None
-        rest = self._places_and_sides.sub(" ", text)
+        rest = _ONSET_SAID.sub(" ", self._places_and_sides.sub(" ", text))
         words = [w for w in _WORD.findall(rest) if w not in STOP_WORDS and len(w) > 1]
         qualities = [w for w in words if w in _PAIN_QUALITY or w in _PRESSURE_WORDS]
         if not qualities or any(w not in _PAIN_QUALITY and w not in _PRESSURE_WORDS for w in words):
@@ -405,6 +425,7 @@ class ConceptMatcher:
                     or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
+                    or goes_on_with_a_quality(c.text)
                     or self._place_said_to_be_fine(c.text) or factor_of_it(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."

@@ -44,6 +44,26 @@ _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alrig
 the numbness said before is not in the eyes."""
 
 
+_POINTED_PART = re.compile(r"\b(?:in |on |of |with )?(?:that|this|the same|same|(?:the )?(other))\s+"
+                           r"(?:one,?\s+(?:my|the)\s+)?([a-z]+)\b")
+"""A part pointed at rather than sided: "that ear", "the same eye", "the other knee" (group 1: "other")."""
+_OPPOSITE = {"left": "right", "right": "left"}
+
+
+_NOT_OF_THE_PAIN = re.compile(
+    r"\b(?:heavy|heavier|tight|tighter)\s+(?:bench|lifting|lift|bag|bags|box|boxes|weights|load|loads|session|workout|"
+    r"day|night|week|drinker|drinking|smoker|smoking|cold|period|periods|meal|shopping|furniture|object|suitcase|gym|"
+    r"squat|squats|deadlifts?|press|rain|snow|traffic|schedule|shift|shifts|clothes|jeans|trousers|belt|shoes)\b", re.I)
+"""A quality word that qualifies something else in the clause ("a heavy bench press session", "heavy lifting", "tight
+jeans"): no pain's character (a "heavy" read there made a strained chest wall a crushing, cardiac-sounding pain)."""
+
+
+def _names_the_place(value: str, place: str) -> bool:
+    """Whether a symptom's own name says the place (``eye`` of "eye redness"): then the place is no location of its.
+    Whole words: "ear" is no part of "hearing impairment"."""
+    return re.search(rf"\b{re.escape(place)}\b", value) is not None
+
+
 def last_placed(state: dict) -> list[str]:
     """The places of the complaint the state placed last: what an "it" or a "they" opening the next turn may stand
     for ("It's red, hot and swollen" of the big toe just described)."""
@@ -88,10 +108,12 @@ class DetailReader:
         if self.locatable(value) or "location" in asked_checks:
             set_attr(
                 out, "location",
-                [x for x in attr.places(clause, self.lexicon.locations, self.lexicon.sided) if x not in value]
+                [x for x in attr.places(clause, self.lexicon.locations, self.lexicon.sided)
+                 if not _names_the_place(value, x)]
             )  # "chest pain" located in the chest says nothing new
         if value != "coughing" and ("characteristics" in asked_checks or names_a_pain(value)):
-            set_attr(out, "positive_characteristics", attr.phrase_hits(clause, self.lexicon.characteristics))
+            set_attr(out, "positive_characteristics",
+                     attr.phrase_hits(_NOT_OF_THE_PAIN.sub(" ", clause), self.lexicon.characteristics))
         if value == "coughing":
             kinds = [v for k, v in COUGH_KIND.items() if re.search(rf"\b{k}\b", clause)]
             if kinds and (
@@ -158,6 +180,30 @@ class DetailReader:
                 if not item.get("location"):
                     set_attr(item, "location", place)
 
+    def side_of_the_same_part(self, frame: Frame, text: str, state: dict) -> None:
+        """ "A hiss in that ear too", "the same eye", "the other knee": a paired part pointed at, not sided, has the
+        side of the part the patient sided before, in this turn or an earlier one ("the other" the opposite side).
+        Only when one side of that part was said: with both, the pointer is ambiguous and the bare part stays."""
+        pointed = {m.group(2): "other" if m.group(1) else "same" for m in _POINTED_PART.finditer(attr.clean(text))}
+        if not pointed:
+            return
+        said = [str(p) for it in frame.items.values() for p in it.get("location") or [] if isinstance(p, str)]
+        said += [str(p) for k, items in state.items() if k.endswith("_symptom") and isinstance(items, list)
+                 for it in items if isinstance(it, dict) for p in it.get("location") or [] if isinstance(p, str)]
+        for item in frame.items.values():
+            places = item.get("location")
+            if not isinstance(places, list):
+                continue
+            for i, place in enumerate(places):
+                part = place[:-1] if place.endswith("s") and place[:-1] in self.lexicon.sided else place
+                if part not in self.lexicon.sided or not (pointer := pointed.get(part) or pointed.get(f"{part}s")):
+                    continue
+                sides = {p.split()[0] for p in said if p in (f"left {part}", f"right {part}")}
+                if len(sides) == 1:
+                    side = sides.pop()
+                    places[i] = f"{_OPPOSITE[side] if pointer == 'other' else side} {part}"
+            item["location"] = list(dict.fromkeys(places))
+
     def _placed_before(self, value: str, state: dict) -> bool:
         """Whether the state already places the complaint itself: its "it" is then that complaint, where it was ("It's
         a dull throbbing ache", of the temple's headache, is not in the eye the patient last spoke of)."""
@@ -187,7 +233,7 @@ class DetailReader:
             if not self.locatable(m.value):
                 continue
             said = [x for x in attr.places(m.sentence.lower(), self.lexicon.locations, self.lexicon.sided)
-                    if x not in m.value]
+                    if not _names_the_place(m.value, x)]
             if not item.get("location") and len(said) == 1:  # two places: which is the symptom's is not known
                 set_attr(item, "location", said)
 
@@ -235,7 +281,7 @@ class DetailReader:
             if m.base != "symptom" or m.status != "negative" or not self.locatable(m.value):
                 continue
             said = [x for x in attr.places(part.get(id(m), sentence), self.lexicon.locations, self.lexicon.sided)
-                    if x not in m.value]
+                    if not _names_the_place(m.value, x)]
             if said:
                 set_attr(frame.item("symptom", m.value, mention_status(m)), "location", said)
 

@@ -513,6 +513,14 @@ def _nearest_site(text: str, at: int | None) -> str | None:
 
 
 _EYE = re.compile(r"\b(?:eyes?|eyelids?|eye lids?|lids)\b")
+_DISCHARGE_SITE = (
+    (_EYE, "eye discharge"),
+    (re.compile(r"\b(?:ears?|earholes?|ear canals?)\b"), "ear discharge"),
+    (re.compile(r"\b(?:penis|willy|todger|tip of my (?:penis|willy)|foreskin)\b"), "penile discharge"),
+    (re.compile(r"\b(?:vagina|vaginal|down below|down there|front passage)\b"), "vaginal discharge"),
+)
+"""Where a discharge the lexicon files under sputum comes from, and its name there (NHS Health A-Z: sticky eyes,
+discharge from the ear, from the penis, from the vagina): the site decides the concept, as for blood."""
 _COUGH_WORDS = re.compile(r"\b(?:cough\w*|chest|phlegm|sputum|spit\w*|bring\w* up|brought up|throat)\b")
 _RED = re.compile(r"\b(?:red|redder|bloodshot|pink)\b")
 
@@ -582,7 +590,8 @@ def resolve_faint_and_dribble(mentions: list[Mention]) -> None:
 
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:
     """What a sentence about the eyes says is the eyes': a discharge word the lexicon files under sputum ("gunk",
-    "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"), and an
+    "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"; likewise
+    the ear's, the penis's or the vagina's discharge, :data:`_DISCHARGE_SITE`), and an
     eye said to be red or bloodshot is eye redness, however the sentence words it ("both my eyes have gone red").
     The site decides the concept, as for blood (:func:`resolve_blood`). The redness takes the ConText reading of the
     shortest clause of ``text`` that says it (``clauses``, the reader the second stage uses on the same turn): denied
@@ -590,8 +599,9 @@ def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: C
     for m in mentions:
         if m.base == "symptom" and m.value == "colored/excess sputum":
             sentence = m.sentence.lower()
-            if _EYE.search(sentence) and not _COUGH_WORDS.search(sentence):
-                m.value = "eye discharge"
+            if _COUGH_WORDS.search(sentence):
+                continue
+            m.value = next((value for site, value in _DISCHARGE_SITE if site.search(sentence)), m.value)
     if any(m.base == "symptom" and m.value == "eye redness" for m in mentions):
         return
     at = next((i for i, s in enumerate(sents) if _EYE.search(s.lower()) and _RED.search(s.lower())), None)

@@ -417,6 +417,14 @@ _CAME_ROUND = re.compile(
 """Having come round, as people tell a faint they did not see (NHS "Fainting": you lose consciousness briefly and
 come round): "the next thing I knew I was on the pavement", "people standing over me". Recorded as syncope."""
 
+_BIGGER_THAN_OTHER = re.compile(
+    r"\b(?:legs?|calf|calves|ankles?|thighs?|knees?|feet|foot|arms?|hands?|wrists?|testicles?|testes|balls?|nuts?)"
+    r"(?:['’]s|\s+(?:is|are|has|have|looks?|seems?|feels?|gone|got|become|been|getting))*\s+(?:\w+\s+){0,3}?"
+    r"(?P<c>(?:bigger|larger|fatter|thicker|puffier|wider|more swollen|swollen(?: up)?|puffed up)\s+(?:round\s+)?"
+    r"(?:than|compared (?:to|with))\s+(?:the|my|his|her)\s+other)\b", re.I)
+"""A limb (or a testicle) bigger than its fellow: one side swollen, as the Wells score asks it ("calf swelling at
+least 3 cm larger than the asymptomatic side") and patients see it ("one leg's much bigger than the other")."""
+
 _LIPS_SWELLING = re.compile(
     r"\b(?:lips?|tongue|mouth)(?:['’]s)?\s+(?:(?:has|have|had|is|are|was|were|went|gone|got|getting|all|just|really|"
     r"right|completely|massively|suddenly|started|starting|begun|begin|to|been)\s+){0,3}(?P<c>blown up|blowing up|"
@@ -474,6 +482,19 @@ _LIMB_GAVE_WAY = re.compile(
     r"went weak|went to jelly|stopped working|wouldn't work|won't work)\b", re.I)
 """A limb failing all at once (NHS "Stroke": weakness of one side of the body; "my left leg gave way"): weakness of the
 limbs, the side kept by the mention reader's place words."""
+
+_LIMB_WONT_DO = re.compile(
+    r"(?:^|(?<=[.!?;]\s))"
+    r"(?![^.!?;]*\b(?:pain|painful|hurts?|hurting|sore|stiff|aches?|aching|agony|injur\w*|sprain\w*|broke|broken|"
+    r"fracture\w*|arthritis|frozen|cast|sling|plaster)\b)"
+    r"[^.!?;]*?\b(?P<c>(?:can'?t|cannot|can not|couldn'?t|could not|unable to|not able to)\s+(?:properly\s+|really\s+)?"
+    r"(?:grip|hold|lift|raise|move|squeeze|grasp|pick up|use))\b"
+    r"[^.!?;]{0,40}?\b(?:my|his|her|their|me|the)\s+(?:(?P<side>left|right)\s+)?"
+    r"(?:hand|hands|arm|arms|leg|legs|fingers|foot|feet)\b", re.I)
+"""A limb that will not do what it is told ("she can't grip her cup with her left hand", "I can't lift my right
+arm"): weakness (NHS "Stroke", FAST: "Arms - the person may not be able to lift both arms"). Not when the sentence
+gives a pain, an injury or a stiffness for it: then the pain stops the limb ("my shoulder's so stiff I can't lift my
+arm")."""
 
 _NECK_BENDS_BADLY = re.compile(
     r"\b(?P<c>(?:hurts|painful|agony|agonising|excruciating|too sore|impossible|can'?t|cannot|unable)\s+(?:to\s+)?"
@@ -596,6 +617,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_NO_SENSE, "symptom:confusion"),
     (_CANCER_TREATMENT, "medication:chemotherapy"),
     (_LIPS_SWELLING, "symptom:angioedema"),
+    (_BIGGER_THAN_OTHER, "symptom:swelling"),
     (_CHEST_WEIGHT, "symptom:chest pain"),
     (_OVERDOSE, "symptom:self-harm"),
 )
@@ -603,6 +625,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
 _TOLD_AFTER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_SPEECH_SLURS, "symptom:slurred speech"),
     (_LIMB_GAVE_WAY, "symptom:weak limbs"),
+    (_LIMB_WONT_DO, "symptom:weak limbs"),
     (_NECK_BENDS_BADLY, "symptom:neck stiffness"),
     (_LIGHT_HURTS, "symptom:photophobia"),
     (_WEEKS_PREGNANT, "medical_history:pregnancy"),

@@ -768,3 +768,55 @@ def test_a_reply_that_opens_no_with_a_thing_answers_only_that_thing():
     assert not {"syncope", "seizure"} & set(statuses("No dandruff, but my scalp itches.")), statuses
     assert statuses("No, not at all.") == {"syncope": "negative", "seizure": "negative"}
     assert statuses("No different from before.") != {}
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("The meter reads 27 and there are ketones in my wee on the stick, I keep being sick.", "hyperglycaemia"),
+    ("Since Monday the sight in my right eye has completely disappeared.", "sudden_visual_loss"),
+    ("Since teatime Herself can't squeeze a drop out and her tummy is rock hard.", "acute_urinary_retention"),
+    ("I'm 71 and there's been some spotting from down below, and my periods stopped twenty years ago.",
+     "cancer_warning_signs"),
+    ("Out of the blue an hour ago my left bollock started killing me and I've been sick.", "testicular_torsion"),
+    ("Our grandad's not himself today, he's all muddled and doesn't know what day it is.", "new_confusion"),
+    ("A voice keeps ordering me to hurt the neighbours' kids.", "harm_to_others"),
+    ("I'm 66, I had bowel cancer four years ago and now my low back aches every night in bed.",
+     "back_pain_with_cancer_features"),
+])
+def test_red_flags_told_by_signs_slang_and_history(store, said, rule):
+    """Ketones on a test strip (NICE NG17), a faculty said to have vanished, a retention told by the drop that will
+    not come (Hiberno-English "Herself" for the speaker's wife), a bleed with the menopause past (NICE NG12 1.5.13),
+    testicle slang, "not himself" (an idiom, no denial) in a family's report ("our grandad"), command hallucinations
+    (NICE CG178), and a named past cancer as "a history of cancer" (NICE CKS Back pain): each raised."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+@pytest.mark.parametrize(("said", "absent"), [
+    ("Back when I was a teenager I self-harmed for a while, but that was twenty years ago, I'm here about my knee.",
+     "self_harm"),
+    ("My brother-in-law drives me up the wall, I could wring his neck, but, you know, just a figure of speech.",
+     "harm_to_others"),
+    ("I cricked my neck at the gym and it's stiff turning to the left, no fever at all.", "meningism"),
+    ("The spots on my son's chest went white when I rolled a glass over them, and he's eating fine.", "meningism"),
+    ("My mum's in hospital with a chest infection and she's gone confused, but I'm here for myself, about a rash.",
+     "new_confusion"),
+    ("I'm 80 and I can't pass water at all since last night.", "cauda_equina"),
+])
+def test_a_past_episode_a_figure_of_speech_an_explained_sign_or_someone_elses_raises_no_emergency(store, said, absent):
+    """A self-harm of twenty years ago is history (at most "possible", for the clinician to ask about), a threat taken
+    back after "but, you know", a neck stiff from a strain, a rash that blanches under the glass, a relative's
+    confusion from a speaker here for themselves, a retention with no back pain (acute retention's, not cauda
+    equina's): none raises the emergency."""
+    flags = {f["id"]: f["level"] for f in talk(store, said).state().red_flags}
+    assert flags.get(absent) in (None, "possible"), flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value"), [
+    ("I'm up at five every morning and can't get back off, it's been weeks.", "symptom", "insomnia"),
+    ("Honestly I've barely slept this month, three hours a night if I'm lucky.", "symptom", "insomnia"),
+    ("My granny suffered terribly with her nerves.", "family_history", "anxiety"),
+])
+def test_sleep_lost_and_nerves_in_everyday_words(store, said, slot, value):
+    """NHS "Insomnia" (waking early, lying awake, few hours a night) and "nerves" for an anxiety illness: each read."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == "positive", state

@@ -82,6 +82,12 @@ def conversation_rules() -> list[Any]:
     figurative = ["not literally", "only joking", "just joking", "just kidding", "only kidding", "letting off steam",
                   "figure of speech", "manner of speaking", "i'm joking", "i am joking", "i'm kidding"]
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=10) for p in figurative]
+    # ... also when a "but" or a "you know" leads into the taking back ("I could kill him, but, you know, figure of
+    # speech"): the lead words join the cue, so the "but" that ends other scopes does not end this one
+    lead_in = {"LOWER": {"IN": ["but", ",", "-", "you", "know", "just", "a", "it", "it's", "'s", "’s", "i", "mean",
+                                "obviously", "of", "course"]}, "OP": "+"}
+    rules += [ConTextRule(f"... {p}", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=10,
+                          pattern=[lead_in, *({"LOWER": w} for w in p.split())]) for p in figurative]
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
@@ -184,6 +190,12 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["on", "with", "since", "thanks", "because", "taking"]}},
         {"LOWER": {"IN": ["it", "them", "the", "my", "this", "that", "these", "those", "tablets", "pills", "to",
                           "medication", "medicine", "treatment", "an", "a", "i", "i've", "i'm", "starting"]}}]))
+    # "She's not herself", "not quite right": the idiom says someone is unwell and denies nothing after it ("our nan's
+    # not herself, overnight she's gone muddled")
+    rules.append(ConTextRule("not herself", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": "not"}, {"LOWER": {"IN": ["quite", "really", "been", "at", "feeling"]}, "OP": "*"},
+        {"LOWER": {"IN": ["herself", "himself", "myself", "themselves", "yourself", "right"]}},
+        {"LOWER": {"IN": ["there", "with", "it"]}, "OP": "?"}]))
     # How the patient is in general ("not too great", "not feeling so good") denies nothing after it: "Oh, not too
     # great, I've had this cough the last few days".
     rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
@@ -206,9 +218,14 @@ def conversation_rules() -> list[Any]:
     hist_back = ["years ago", "when i was little", "when i was small", "when i was younger", "a long time ago",
                  "in the past", "back then", "ages ago", "decades ago",
                  *(f"as {y}" for y in young if y != "at school"), *(f"when i was {y}" for y in young)]
-    rules += [ConTextRule(p, "HISTORICAL", direction="FORWARD", max_scope=10) for p in hist_fwd]
+    # a cue said on either side ("when I was a teenager I self-harmed", "I self-harmed when I was a teenager") is one
+    # bidirectional rule: as two rules of the same words, medspaCy kept only the backward one of the overlapping
+    # pair, and the past said first was read as the present
+    both = [p for p in hist_fwd if p in hist_back]
+    rules += [ConTextRule(p, "HISTORICAL", direction="FORWARD", max_scope=10) for p in hist_fwd if p not in both]
     rules += [ConTextRule(f"{p} ", "HISTORICAL", direction="BACKWARD", max_scope=12,
-                          pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back]
+                          pattern=[{"LOWER": w} for w in p.split()]) for p in hist_back if p not in both]
+    rules += [ConTextRule(p, "HISTORICAL", direction="BIDIRECTIONAL", max_scope=10) for p in both]
     # an age said as the time: "a fit when I was about four", "when I was 12 I broke my arm"
     at_an_age = [{"LOWER": "when"}, {"LOWER": {"IN": ["i", "he", "she"]}}, {"LOWER": "was"},
                  {"LOWER": {"IN": ["about", "around", "only", "just", "maybe"]}, "OP": "?"}, {"LIKE_NUM": True}]
@@ -899,7 +916,8 @@ granny grandpa aunt uncle cousin""".split())
 _FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
 _TIME_LEAD_IN = frozenset("""since from over for in during this last past today yesterday tonight overnight earlier
 morning afternoon evening night out of nowhere suddenly all a sudden just about around an hour hours ago few couple
-days week weeks the""".split())
+days week weeks the breakfast lunch lunchtime dinner dinnertime tea teatime supper bedtime midnight monday tuesday
+wednesday thursday friday saturday sunday weekend""".split())
 """Words of a time said before the relative a guardian speaks for ("Since this morning my grandad ...")."""
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
 _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
@@ -907,7 +925,9 @@ _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\
                           r"|all (?:his|her) life|long[- ]standing)\b", re.I)
 # The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
 # patient and the relative is family history.
-_OWN_COMPLAINT = re.compile(r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
+_OWN_COMPLAINT = re.compile(r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:today\s+|in\s+)?(?:about|for|with|"
+                            r"because of|over)\s+(?:my\s+own|something\s+of\s+my\s+own|myself)\b|"
+                            r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
                             r"(?!\s+(?:just\s+|only\s+|recently\s+|now\s+)?(?:found|noticed|seen|heard|learned|learnt|"
                             r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b|"
                             r"(?<=[,;]\s)(?:and\s+)?(?:now\s+)?my\s+(?:(?:both|left|right|own)\s+)?(?:eyes?|chest|throat|"
@@ -969,6 +989,16 @@ def unframed(text: str) -> str:
     return _GUARDIAN_FRAME.sub("", text.replace("’", "'"), count=1)
 
 
+_HERE_FOR_MYSELF = re.compile(r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:today\s+|in\s+)?(?:about|for|"
+                              r"with|because of|over)\s+(?:my\s+own|something\s+of\s+my\s+own|myself)\b", re.I)
+
+
+def here_for_myself(text: str) -> bool:
+    """Whether the speaker says they came about their own complaint ("... but I'm here about my own ingrown toenail"):
+    then a relative's illness told in the same opening is someone else's, not the patient's."""
+    return _HERE_FOR_MYSELF.search(text) is not None
+
+
 def proxy_subject(text: str) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
     son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
@@ -982,9 +1012,9 @@ def proxy_subject(text: str) -> str | None:
     lead = i  # "Since this morning my grandad ...", "Out of nowhere today my wife ...": when, then who
     while lead < len(words) and lead - i < 8 and words[lead] in _TIME_LEAD_IN:
         lead += 1
-    if lead < len(words) and (words[lead] == "my" or (lead > i and words[lead].removesuffix("'s") in GUARDED)):
+    if lead < len(words) and (words[lead] in ("my", "our") or (lead > i and words[lead].removesuffix("'s") in GUARDED)):
         i = lead  # "... my grandad", or a bare kin word ("Since this morning Dad's been talking gibberish")
-    if i < len(words) and words[i] == "my":
+    if i < len(words) and words[i] in ("my", "our"):  # "our nan", "our little one": the family's
         i += 1
     while i + 1 < len(words) and words[i] in _KIN_MODIFIERS:
         i += 1

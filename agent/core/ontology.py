@@ -217,6 +217,21 @@ class Vocabulary:
         return normalize(a) == normalize(b)
 
 
+_KINDS_OF = {
+    "malignant neoplasms": re.compile(r"\b(?:cancers?|carcinomas?|malignan\w*|lymphomas?|leuk(?:a)?emias?|melanomas?|"
+                                      r"myelomas?|sarcomas?|metasta\w*|mesotheliomas?|gliomas?|glioblastomas?)\b"),
+}
+"""General values a rule may ask for, and how a more specific value names one of their kind: a prostate cancer, a
+lymphoma or a melanoma is a past cancer for the spinal-malignancy red flag (NICE CKS Back pain: "a history of
+cancer"), though the vocabulary keeps each as a value of its own."""
+
+
+def is_a_kind_of(value: str, general: str) -> bool:
+    """Whether ``value`` names a kind of the general value ``general`` (:data:`_KINDS_OF`)."""
+    kind = _KINDS_OF.get(normalize(general))
+    return kind is not None and kind.search(normalize(value)) is not None
+
+
 _CANONICAL_MEMO = 50_000
 """At most this many resolved (slot type, value) pairs are kept (:meth:`Vocabulary.canonical`)."""
 

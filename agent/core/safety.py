@@ -37,7 +37,14 @@ from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
 from agent.core.lay_terms import gloss, standard_spelling
 from agent.core.numbers import with_digits
-from agent.core.ontology import Vocabulary, body_part_words, default_vocabulary, part_members, symptom_names
+from agent.core.ontology import (
+    Vocabulary,
+    body_part_words,
+    default_vocabulary,
+    is_a_kind_of,
+    part_members,
+    symptom_names,
+)
 from agent.core.paths import REPO_ROOT
 from agent.core.semantic import Encoder, default_encoder
 from agent.core.tracker import update_state
@@ -91,6 +98,7 @@ class Condition:
     characteristics: tuple[str, ...] = ()  # the item is said to feel so (``positive_characteristics``): a crushing pain
     unless: tuple[str, ...] = ()  # symptoms that, held, explain the item away: a tight chest with a wheeze is asthma's
     onset_unsaid_counts: bool = False  # with max_onset_days: an item whose onset is not yet told counts (recall first)
+    with_any: tuple[str, ...] = ()  # symptoms one of which must be held too: retention with back pain
 
 
 @dataclass(frozen=True)
@@ -213,7 +221,7 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
     if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level",
-                              "characteristics", "unless", "onset_unsaid_counts"}:
+                              "characteristics", "unless", "onset_unsaid_counts", "with_any"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -254,11 +262,22 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     for v in unless:
         if not vocab.known("symptom", v):
             raise RuleError(f"{where}: unless: {v!r} is neither an ontology code nor a configs/vocabulary.yaml symptom")
+    with_any = raw.get("with_any") or []
+    if not isinstance(with_any, list) or not all(isinstance(x, str) for x in with_any):
+        raise RuleError(f"{where}: 'with_any' must be a list of symptom values")
+    for v in with_any:
+        if not vocab.known("symptom", v) and v not in _SITED_NAMES:
+            raise RuleError(f"{where}: with_any: {v!r} is neither a symptom value nor a sited pain name")
     unsaid = raw.get("onset_unsaid_counts", False)
     if not isinstance(unsaid, bool) or (unsaid and days is None):
         raise RuleError(f"{where}: onset_unsaid_counts is true or false, and goes with max_onset_days")
     return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level, tuple(characteristics),
-                     tuple(unless), unsaid)
+                     tuple(unless), unsaid, tuple(with_any))
+
+
+_SITED_NAMES = frozenset({"back pain", "leg pain", "arm pain", "neck pain"})
+"""Names of a pain at a place (``pain`` located there, :func:`agent.core.ontology.symptom_names`) a condition may ask
+for in ``with_any``."""
 
 
 def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None) -> RuleSet:
@@ -523,12 +542,16 @@ def _matches(
     if cond.unless and any(vocab.same("symptom", str(it.get("value", "")), v)
                            for it in state.get("positive_symptom") or [] for v in cond.unless):
         return evidence
+    if cond.with_any and not any(vocab.same("symptom", n, v) for it in state.get("positive_symptom") or []
+                                 for n in symptom_names(str(it.get("value", "")), it) for v in cond.with_any):
+        return evidence
     for name in names:
         for item in state.get(name) or []:
             value = item.get("value")
             if not isinstance(value, str):
                 continue
-            if not any(vocab.same(cond.slot, n, v) for n in symptom_names(value, item) for v in cond.values):
+            if not any(vocab.same(cond.slot, n, v) or is_a_kind_of(n, v)
+                       for n in symptom_names(value, item) for v in cond.values):
                 continue
             if not _located(cond, item):
                 continue
@@ -647,7 +670,9 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
         historical = f.historical and not happened_again_lately(f.sentence)
         if f.status == "negative" or f.family or (historical and not rule.hedge_keeps_level):
             continue
-        level = _level(rule, uncertain=f.status == "unknown" or historical)
+        # a past episode (only self-harm's and suicide's rules read one) is history to ask about, "possible": a hedge
+        # keeps their level, the past does not ("I used to self-harm at school, not in ten years")
+        level = "possible" if historical else _level(rule, uncertain=f.status == "unknown")
         flag = out.setdefault(rule.id, RedFlag(rule.id, rule.message, level, []))
         if LEVELS.index(level) < LEVELS.index(flag.level):
             flag.level = level
@@ -816,7 +841,8 @@ def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab
 def explained(rule: Rule, flag: RedFlag) -> bool:
     """Whether every sentence that raised ``flag`` from words also says what explains the sign away (the rule's
     ``explained_by``: "my shoulder is so stiff I can't lift my arm" is the pain's, not a stroke's weakness). Recall
-    first: such a flag is kept, as "possible", for the clinician to judge; the state's own evidence is never lowered."""
+    first: a firm such flag is kept, as "possible", for the clinician to judge (a merely similar one is dropped); the
+    state's own evidence is never lowered."""
     said = [str(e.get("sentence") or e.get("text") or "") for e in flag.evidence]
     return bool(rule.explained_by) and bool(said) and all(any(p.search(s) for p in rule.explained_by) for s in said)
 
@@ -863,12 +889,13 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
             continue
         if too_young(rule, state):
             del found[rule.id]
-        elif denied_before(rule, found[rule.id], state, rules.vocab):  # recall first: a firm match is kept, lowered
-            if found[rule.id].level == "possible":
-                del found[rule.id]
-            else:
-                found[rule.id].level = "possible"
-        elif explained(rule, found[rule.id]):
+            continue
+        # recall first: a firm match denied before or explained away by its own words is kept, lowered to
+        # "possible"; a weak one, or one both denied and explained, goes
+        against = (denied_before(rule, found[rule.id], state, rules.vocab), explained(rule, found[rule.id]))
+        if all(against) or (any(against) and found[rule.id].level == "possible"):
+            del found[rule.id]
+        elif any(against):
             found[rule.id].level = "possible"
     if relative:
         for flag in found.values():

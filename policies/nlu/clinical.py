@@ -24,6 +24,7 @@ from agent.core.clinical_text import (
     REPORTING_VERBS,
     as_the_patient,
     default_clause_reader,
+    here_for_myself,
     spoken_for,
     without_echoes,
 )
@@ -41,6 +42,7 @@ from policies.nlu.mentions import (
     NO_BLOOD_KIN,
     Mention,
     MentionFinder,
+    resolve_after_the_change,
     resolve_blood,
     resolve_drug_reaction,
     resolve_eye,
@@ -124,7 +126,8 @@ class ClinicalNLU:
         frame = Frame()
         # someone named who is not the patient is someone else, except in the opening statement, where a guardian
         # introduces the patient in ways no list covers ("I was just bringing my son and he's had a cough")
-        mentions, sents = (self.finder.mentions(text, last_placed(state), others=proxy is None and not opening,
+        others = proxy is None and (not opening or here_for_myself(text))
+        mentions, sents = (self.finder.mentions(text, last_placed(state), others=others,
                                                 proxy=proxy)
                            if text.strip() else ([], []))
         second = self._second_stage(text, mentions) if text.strip() else []
@@ -136,6 +139,7 @@ class ClinicalNLU:
         resolve_pain(mentions, state, self.lexicon.locations,
                      asked=[v for b, v, checks in asked if b == "symptom" and checks])  # its attributes were asked
         resolve_blood(mentions, text, state)
+        resolve_after_the_change(mentions, text)
         resolve_faint_and_dribble(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)

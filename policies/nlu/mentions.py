@@ -33,6 +33,11 @@ class Mention:
     char_end: int = 0
 
 
+_PAST_IS_HISTORY = frozenset({"self-harm", "suicidal ideation"})
+"""Symptoms whose past episodes ("I used to self-harm when I was at school") NICE NG225 asks about as history, a risk,
+not as the present complaint (values the vocabulary also knows as medical history)."""
+
+
 class MentionFinder:
     """The lexicon's phrases found in an utterance, as :class:`Mention` s."""
 
@@ -121,6 +126,8 @@ class MentionFinder:
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
             status = f.status
+            if base == "symptom" and f.historical and status == "positive" and value in _PAST_IS_HISTORY:
+                base = "medical_history"  # "I used to self-harm at school": the patient's history, not now
             if base == "symptom" and status == "negative" and _CIRCUMSTANCE.search(before):
                 continue  # "no phlegm when I cough": the cough is when, not what is denied
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
@@ -469,6 +476,23 @@ _NAMED_BLEEDING = re.compile(r"\b(?:unusual|abnormal|bruis\w*)\b", re.I)
 _BLEEDINGS = frozenset(value for value, _ in _SITES)
 """The bleedings a site decides: a bleeding the second stage took by meaning from a clause that names no site ("I've
 started bleeding this morning") is the encoder's guess among them, and the site said around it decides instead."""
+
+
+_AFTER_THE_CHANGE = re.compile(
+    r"\b(?:(?:finished|been through|gone through|went through|through|past|after|since)\s+(?:the|my)\s+"
+    r"(?:change|menopause)|post[- ]?menopausal|periods?\s+(?:stopped|finished|ended|dried up)\s+(?:\w+\s+){0,3}?"
+    r"(?:years?|ages)\s+ago|(?:no|not had an?|haven't had an?)\s+periods?\s+(?:for|in)\s+(?:\w+\s+)?years)\b", re.I)
+"""The menopause told as past ("I finished the change ten years ago", "my periods stopped years ago")."""
+
+
+def resolve_after_the_change(mentions: list[Mention], text: str) -> None:
+    """A vaginal bleeding told with the menopause past is a postmenopausal bleeding (NICE NG12 1.5.13: refer at 55 and
+    over on the suspected cancer pathway; a bleed after the menopause is never a period)."""
+    if not _AFTER_THE_CHANGE.search(text):
+        return
+    for m in mentions:
+        if m.base == "symptom" and m.value == "vaginal bleeding" and m.status != "negative":
+            m.value = "postmenopausal bleeding"
 
 
 def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:

@@ -81,7 +81,9 @@ _BEFORE_NUMBER = (r"(?:[\s,:-]+(?!(?:but|because|or)\b)[\w'’]+){0,6}?[\s,:-]+"
                   r"(?:of\s+|at\s+|about\s+|around\s+|over\s+|above\s+|nearly\s+|almost\s+|under\s+|below\s+|to\s+)?")
 """Up to six words between what was measured and the number ("my sugars were", "my oxygen on the finger thing said")."""
 _MEASURES: dict[str, str] = {
-    "glucose": r"(?:blood\s+)?(?:sugars?|glucose|bms?|bgs?|glucometer|glucose meter|sugar meter)",
+    # a bare "meter" is the glucose meter, not a peak-flow one
+    "glucose": r"(?:blood\s+)?(?:sugars?|glucose|bms?|bgs?|glucometer|glucose meter|sugar meter)|(?<!flow )meter|"
+               r"finger[- ]?prick(?: test)?",
     "temperature": r"temperature|temp|thermometer",
     "oxygen": r"oxygen|o2|sats|saturations?|oximeter|sat level|oxygen levels?",
     "ketones": r"ketones?|ketone (?:strip|reading|level|meter)s?",
@@ -102,6 +104,24 @@ _SUGAR_WORD = re.compile(r"\b(?:blood\s+)?(?:sugars?|glucose|bms?)\b(?:\s+(?:lev
 _KETONE_WORD = re.compile(r"\bketones?\b(?:\s+(?:levels?|readings?|strips?))?\s+(?:is|are|was|were|have been|has been|"
                           r"'s been|’s been|been|came up|came back|showed|show|went|turned|gone)\s+(?:\w+\s+)?"
                           r"(?P<c>high|raised|positive|up|purple|dark purple)\b", re.I)
+
+
+_KETONES_FOUND = re.compile(
+    r"\b(?:got|have|has|had|there (?:are|were|was|is)|there's|showing|showed|shows|found|picked up)\s+(?:\w+\s+)?"
+    r"(?P<c>ketones?)\s+(?:on|in)\s+(?:the|my|his|her)\s+(?:strip|stick|urine|wee|test|meter|blood)", re.I)
+"""Ketones found on a test strip or meter (NICE NG17/NG18: ketones with a high glucose is ketoacidosis's sign)."""
+_FACULTY_GONE = (
+    (re.compile(r"\bhearing\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?ears?)?\s+(?:has\s+|have\s+|had\s+|"
+                r"'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+|all\s+but\s+)?(?P<c>vanished|disappeared|"
+                r"gone|went|packed in|packed up|died|stopped working|shut off|switched off|cut out)\b", re.I),
+     "symptom:hearing impairment"),
+    (re.compile(r"\b(?:sight|vision|eyesight)\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?eyes?)?\s+(?:has\s+|"
+                r"have\s+|had\s+|'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+)?(?P<c>vanished|"
+                r"disappeared|gone|went|packed in|died|shut off|switched off|cut out|gone black|went black)\b", re.I),
+     "symptom:vision loss"),
+)
+"""A faculty said to have vanished ("the hearing in my left ear has just vanished", "the sight in that eye went"):
+its sudden loss (NHS "Sudden hearing loss", "Vision loss")."""
 
 
 def _value(n: str) -> float:
@@ -173,6 +193,9 @@ _EAR_NOISE = (
     # "my ears are ringing", "my left ear keeps buzzing"
     re.compile(rf"\b{_EAR}(?:\s+(?:is|are|'s|’s|keep|keeps|kept|have been|has been|been|won't stop|started|start|"
                rf"just|always|constantly|still)){{0,3}}\s+(?P<c>{_SOUND})\b", re.I),
+    # "the hearing in my left ear has gone, and there's a ringing in it": the ear named before, "it" after
+    re.compile(rf"\b{_EAR}\b[^.!?]{{0,80}}?\b(?P<c>{_SOUND})(?:\s+(?:noise|noises|sound|sounds))?\s+in\s+(?:it|them)\b",
+               re.I),
 )
 """Tinnitus as the NHS defines it: hearing noises that do not come from outside, such as ringing, buzzing, hissing,
 humming, whooshing or throbbing, said as a sound in the ear or as the ear making it. The span is the sound."""
@@ -353,8 +376,11 @@ _FIERY_WEE = re.compile(
 razor blades"): dysuria."""
 _CANNOT_VOID = re.compile(
     r"\b(?P<c>(?:haven'?t|have not|hasn'?t|has not|not)\s+been\s+able\s+to|(?:can'?t|cannot|couldn'?t|could not|"
-    r"unable to)(?:\s+(?:even|actually))?)\s+(?:pass (?:water|urine)|wee|pee|urinate|go for a (?:wee|pee))"
-    r"(?=\s*(?:[.,;!?]|$|at all|since|for|all|even though|though|no matter|however|despite|nothing))", re.I)
+    r"unable to)(?:\s+(?:even|actually))?)\s+(?:pass (?:water|urine|a drop|anything)|wee|pee|urinate|"
+    r"go for a (?:wee|pee)|"
+    r"squeeze (?:a drop|anything) out|get (?:a drop|anything) out)"
+    r"(?=\s*(?:[.,;!?]|$|at all|since|for|all|even though|though|no matter|however|despite|nothing|and|but|"
+    r"so))", re.I)
 """Unable to pass urine at all, in the patient's words (NICE CKS Urinary retention (acute): unable to pass urine,
 with a painful bladder): urinary retention. Said with a "since" or "at all" or as a whole clause; "can't wee
 without it stinging" is how the passing feels, not a retention."""
@@ -483,6 +509,18 @@ _LIMB_GAVE_WAY = re.compile(
 """A limb failing all at once (NHS "Stroke": weakness of one side of the body; "my left leg gave way"): weakness of the
 limbs, the side kept by the mention reader's place words."""
 
+_SLEEP_LOST = re.compile(
+    r"\b(?P<c>(?:haven't|have not|hasn't|has not|not|never|barely|hardly|don't|doesn't|didn't|did not)\s+(?:been\s+)?"
+    r"(?:really\s+|properly\s+)?(?:sleeping|slept|sleep)\b(?!\s+(?:too much|a lot|all day|in\b|through the alarm|well "
+    r"enough to))|(?:awake|up|wide awake)\s+(?:at|by|from)\s+(?:\d{1,2}|one|two|three|four|five)\b"
+    r"(?:\s*(?:am|o'clock))?"
+    r"\s+(?:every|each|most)\s+(?:morning|night)s?|(?:keeps?|kept|keeping)\s+(?:me|him|her)\s+(?:awake|up at "
+    r"night)|(?:only|maybe|about|just|like)\s+(?:getting\s+|sleeping\s+|managing\s+)?(?:\d|one|two|three|four|five)\s+"
+    r"hours?\s+(?:of sleep\s+|sleep\s+)?(?:a|per|each|every)\s+night|can'?t\s+(?:switch|turn|shut)\s+(?:my\s+)?"
+    r"(?:brain|mind|head|thoughts)\s+off)", re.I)
+"""Sleep lost, told by what happens (NHS "Insomnia": lying awake at night, waking early, not feeling refreshed): not
+sleeping, awake at four every morning, kept awake, four hours a night, a mind that will not switch off."""
+
 _LIMB_WONT_DO = re.compile(
     r"(?:^|(?<=[.!?;]\s))"
     r"(?![^.!?;]*\b(?:pain|painful|hurts?|hurting|sore|stiff|aches?|aching|agony|injur\w*|sprain\w*|broke|broken|"
@@ -590,6 +628,8 @@ baby "six weeks old" by "old"."""
 _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     # (pattern, key without the prefix), in the order of precedence of overlapping spans (:func:`_first_of_overlapping`)
     (_KETONE_WORD, "symptom:ketosis"),
+    (_KETONES_FOUND, "symptom:ketosis"),
+    *_FACULTY_GONE,
     (_A_FIT, "symptom:seizure"),
     (_TROUBLE_FROM, "symptom:pain"),
     (_WEIGHT_LOST, "symptom:unexplained weight loss"),
@@ -618,6 +658,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_CANCER_TREATMENT, "medication:chemotherapy"),
     (_LIPS_SWELLING, "symptom:angioedema"),
     (_BIGGER_THAN_OTHER, "symptom:swelling"),
+    (_SLEEP_LOST, "symptom:insomnia"),
     (_CHEST_WEIGHT, "symptom:chest pain"),
     (_OVERDOSE, "symptom:self-harm"),
 )

@@ -820,3 +820,24 @@ def test_sleep_lost_and_nerves_in_everyday_words(store, said, slot, value):
     """NHS "Insomnia" (waking early, lying awake, few hours a night) and "nerves" for an anxiety illness: each read."""
     state = talk(store, said).state().patient_state
     assert status_of(state, slot, value) == "positive", state
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    ("Never had a knock to the head, no.", "medical_history", "head injury", "negative"),
+    ("I packed in the cigarettes after my fortieth.", "habit", "former smoker", "positive"),
+    ("I've been off the fags since the new year.", "habit", "former smoker", "positive"),
+    ("Nae fever, just the cough.", "symptom", "fever", "negative"),
+])
+def test_a_denial_before_the_blow_a_quit_said_first_and_scots_no(store, said, slot, value, status):
+    """A blow to the head denied before it is told ("Never had a knock"), a smoker's quitting said before the
+    cigarettes ("packed in the cigarettes", "off the fags": a former smoker), and Scots "nae" for no."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+def test_a_little_lads_illness_is_family_history(store):
+    """"Lad", "lass" and "bairn" are kin words (British usage): a son's eczema is family history, not the patient's."""
+    state = talk(store, "I've got a sore throat. Our lad has eczema and the bairn has asthma.").state().patient_state
+    assert status_of(state, "family_history", "eczema") == "positive", state
+    assert status_of(state, "medical_history", "eczema") is None, state
+    assert status_of(state, "medical_history", "asthma") is None, state

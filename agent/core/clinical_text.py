@@ -257,10 +257,10 @@ CONTINUING_VERBS = ["keep", "keeps", "kept", "keeping", "started", "start", "sta
 pain"): what follows them is said to happen."""
 
 KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
-father-in-law mother-in-law""".split())
+father-in-law mother-in-law lad lass bairn wean""".split())
 RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
 grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
-friends flatmate roommate colleague boss""".split())
+friends flatmate roommate colleague boss lad lass""".split())
 REPORTING_VERBS = frozenset("""says said say saying thinks thought reckons reckoned noticed notices notice tells told
 telling mentioned
 pointed complains complained worries worried saw sees heard hears feels felt wonders wondered""".split())

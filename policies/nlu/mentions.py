@@ -132,7 +132,8 @@ class MentionFinder:
                 continue  # "no phlegm when I cough": the cough is when, not what is denied
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
-            if base == "habit" and value == "smoking" and status == "positive" and _quit(f.sentence[f.char_end:]):
+            if base == "habit" and value == "smoking" and status == "positive" and (
+                    _quit(f.sentence[f.char_end:]) or _quit_before(f.sentence[:f.char_start])):
                 value = "former smoker"  # "I smoked forty a day for years, I packed it in three years ago"
             if (base == "medical_history" and status == "positive" and _ASKING.match(f.sentence.strip())
                     and not re.search(r"\bmy\s+$", f.sentence[:f.char_start].lower())):  # "is it my asthma?": had
@@ -324,6 +325,17 @@ def _quit(after: str) -> bool:
     """Whether the words after a smoking habit say it was given up, not only tried or wished ("I've tried to quit
     but I can't", "I want to give up" are a current smoker's)."""
     return any(not _QUIT_ATTEMPT.search(after[:m.start()]) for m in _QUIT.finditer(after))
+
+
+_QUIT_BEFORE = re.compile(r"\b(?:quit|quitted|gave up|given up|give up|stopped|packed in|packed up|kicked|off|come off|"
+                          r"came off|been off|knocked)\s+(?:the\s+|my\s+|on\s+the\s+)?$", re.I)
+
+
+def _quit_before(before: str) -> bool:
+    """Whether the words just before a smoking habit say it was given up ("I gave up the fags ten year ago", "I'm off
+    the cigarettes two years now"), not only tried or wished ("I've tried to give up smoking")."""
+    m = _QUIT_BEFORE.search(before)
+    return m is not None and not _QUIT_ATTEMPT.search(before[:m.start()])
 
 
 def _stopped(sentence: str, start: int, end: int) -> bool:

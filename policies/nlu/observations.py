@@ -561,9 +561,9 @@ colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist)
 cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""
 _HEAD_HIT = re.compile(
     r"\b(?P<c>(?:hit|banged|bumped|knocked|cracked|smacked|whacked|struck|bashed|clonked|thumped)\s+(?:\w+\s+){0,2}?"
-    r"(?:on|to|against)?\s*(?:the|my|his|her|their)\s+head|(?:took|had|got|taken|gotten|takes)\s+(?:a|an|one|another)\s+"
-    r"(?:nasty\s+|bad\s+|big\s+|hard\s+|real\s+)?(?:knock|bang|bump|blow|whack|thump|smack|clonk|hit|kick|elbow|knee)"
-    r"\s+(?:on|to|in)\s+(?:the|his|her|my|their)\s+(?:head|face|temple|forehead))\b", re.I)
+    r"(?:on|to|against)?\s*(?:the|my|his|her|their)\s+head)\b|\b(?:took|had|got|taken|gotten|takes)\s+(?:a|an|one|"
+    r"another)\s+(?P<d>(?:nasty\s+|bad\s+|big\s+|hard\s+|real\s+)?(?:knock|bang|bump|blow|whack|thump|smack|clonk|hit|"
+    r"kick|elbow|knee)\s+(?:on|to|in)\s+(?:the|his|her|my|their)\s+(?:head|face|temple|forehead))\b", re.I)
 """A blow to the head as it is told ("took a knock to the head playing rugby", "banged her head on the table"): a head
 injury (NICE NG232), which the head-injury rule reads with what followed it."""
 _KNOCKED_OUT = re.compile(

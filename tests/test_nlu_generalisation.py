@@ -841,3 +841,20 @@ def test_a_little_lads_illness_is_family_history(store):
     assert status_of(state, "family_history", "eczema") == "positive", state
     assert status_of(state, "medical_history", "eczema") is None, state
     assert status_of(state, "medical_history", "asthma") is None, state
+
+
+def test_a_parent_telling_a_childs_earache_in_scots_is_read_as_the_childs(store):
+    """The walkthrough `walk17a` (a Glasgow mother: "It's my wee girl ... screaming with her ear ... yellowy stuff
+    coming out of it") had read nothing of the ear and asked the mother about her own fever; in other words here: the
+    guardian's opening "It's my wee lad", a pain told as what he suffers with, a discharge told as what comes out of
+    the ear, and a temperature taken under the arm that places no fever."""
+    session = talk(store, "It's my wee lad, he's four. He's been crying with his right ear all day and there's "
+                          "sticky goo oozing out of it now.",
+                   "He's been burning up, 39.2 under his arm an hour ago.")
+    state = session.state().patient_state
+    pain = next(it for status, it in cmas.slot_items(state, "symptom") if it.get("value") == "pain")
+    assert pain.get("location") == ["right ear"], state
+    assert status_of(state, "symptom", "ear discharge") == "positive", state
+    fever = next(it for status, it in cmas.slot_items(state, "symptom") if it.get("value") == "fever")
+    assert not fever.get("location"), state
+    assert (state.get("basic_information") or [{}])[0].get("sex") == "male", state

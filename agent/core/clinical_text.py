@@ -913,7 +913,8 @@ GUARDED_SEX = {**dict.fromkeys(_FEMALE_KIN.split(), "female"),
 # in a guardian's report ("today he didn't recognise our daughter").
 _BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
 granny grandpa aunt uncle cousin""".split())
-_FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right".split())
+_FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right it's its it is this".split())
+"""Words before the relative a guardian opens with: fillers, and the "it's" of "It's my wee girl, she's ..."."""
 _TIME_LEAD_IN = frozenset("""since from over for in during this last past today yesterday tonight overnight earlier
 morning afternoon evening night out of nowhere suddenly all a sudden just about around an hour hours ago few couple
 days week weeks the breakfast lunch lunchtime dinner dinnertime tea teatime supper bedtime midnight monday tuesday
@@ -956,7 +957,7 @@ skin lip lips tongue throat breathing speech words voice temperature sugar sugar
 knees ankle ankles testicle testicles balls mouth nose ear ears chin jaw hip hips shoulder side vision sight
 memory mind temp""".split())
 _KIN_MODIFIERS = frozenset("""little young younger youngest old older oldest eldest elder middle baby teenage newborn
-infant twin year years month months week weeks""".split())
+infant twin year years month months week weeks wee""".split())
 """Words a guardian puts between "my" and the relative ("my little girl", "my eldest son", "my 3-year-old daughter",
 whose digits the word split drops): the relative is the word after them."""
 _AGE_UNITS = frozenset("year years month months week weeks".split())

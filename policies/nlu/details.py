@@ -58,6 +58,13 @@ _NOT_OF_THE_PAIN = re.compile(
 jeans"): no pain's character (a "heavy" read there made a strained chest wall a crushing, cardiac-sounding pain)."""
 
 
+_SYSTEMIC = frozenset({"fever", "chills", "rigor", "fatigue", "night sweats", "unexplained weight loss", "weight gain",
+                       "loss of appetite", "insomnia", "confusion", "drowsiness", "nausea", "vomiting", "hyperglycemia",
+                       "hypoglycemia", "low mood", "anxiety"})
+"""Symptoms of the whole body: a place said beside them is where something was measured or another item's ("38.9
+under her arm" is where the temperature was taken), never their location, even when a location was asked."""
+
+
 def _names_the_place(value: str, place: str) -> bool:
     """Whether a symptom's own name says the place (``eye`` of "eye redness"): then the place is no location of its.
     Whole words: "ear" is no part of "hearing impairment"."""
@@ -105,7 +112,7 @@ class DetailReader:
                 set_attr(out, "color", attr.color(clause))
             if "volume" in asked_checks:
                 set_attr(out, "volume", attr.volume(clause))
-        if self.locatable(value) or "location" in asked_checks:
+        if self.locatable(value) or ("location" in asked_checks and value not in _SYSTEMIC):
             set_attr(
                 out, "location",
                 [x for x in attr.places(clause, self.lexicon.locations, self.lexicon.sided)

@@ -186,6 +186,16 @@ _SOUND = (r"ringing|buzzing|whooshing|swooshing|hissing|humming|roaring|rushing|
           r"(?:high|low|constant|faint|loud)?\s*(?:hiss|buzz|hum|whine|whistle|ring)")
 _EAR = (r"(?:(?:my|the|both|one|one of my|either|that|this|the same)\s+)?(?:(?:left|right|inner|bad|good)\s+)?"
         r"ears?\b")
+_OUT_OF = (r"[^.!?]{0,120}?\b(?P<c>(?:stuff|gunk|goo|gunge|pus|fluid|liquid|muck|discharge|yuck)\b[^.!?]{0,30}?\b"
+           r"(?:coming|came|"
+           r"comes|leaking|leaked|leaks|running|ran|runs|oozing|oozed|oozes|dripping|dripped|drips|weeping|pouring|seeping)"
+           r"\s+(?:out\s+)?(?:of|from))\s+")
+_EAR_DISCHARGE = re.compile(rf"\bears?\b{_OUT_OF}(?:it|them|her ear|his ear|my ear|the ear|that ear)\b|"
+                            rf"(?P<d>(?:stuff|gunk|goo|gunge|pus|fluid|liquid|muck|discharge)\b[^.!?]{{0,30}}?\b(?:coming|"
+                            rf"leaking|running|oozing|dripping|weeping|pouring|seeping)\s+(?:out\s+)?(?:of|from)\s+"
+                            rf"(?:her|his|my|the|their|that)\s+(?:left\s+|right\s+)?ears?)\b", re.I)
+"""A discharge told as what comes out of the ear, named before ("her ear ... yellowy stuff coming out of it") or after
+("gunk leaking from his ear"): the ear's discharge (NHS "Ear infections")."""
 _EAR_NOISE = (
     # "a whooshing noise in my ear", "ringing in both ears"
     re.compile(rf"\b(?P<c>{_SOUND}|(?:a\s+)?noises?|(?:a\s+)?sounds?)(?:\s+(?:noise|noises|sound|sounds))?\s+"
@@ -451,6 +461,13 @@ _BIGGER_THAN_OTHER = re.compile(
 """A limb (or a testicle) bigger than its fellow: one side swollen, as the Wells score asks it ("calf swelling at
 least 3 cm larger than the asymptomatic side") and patients see it ("one leg's much bigger than the other")."""
 
+_SUFFERING_WITH = re.compile(
+    r"\b(?P<c>(?:screaming|crying|suffering|struggling|bothered|plagued|in agony|in pain|in bits|playing up|bad|poorly|"
+    r"martyr)\s+with\s+(?:(?:her|his|my|their|the|a|a bad|a sore)\s+)?(?:left\s+|right\s+)?(?:ears?|teeth|tooth|back|"
+    r"knees?|hips?|tummy|stomach|belly|throat|chest|head|neck|shoulders?|feet|foot|legs?|arms?|wrists?))\b", re.I)
+"""A pain told as what someone suffers with (British usage: "she's been screaming with her ear", "he's bad with his
+back", "I'm a martyr with my knees"): a pain at that part, its place read from the words."""
+
 _LIPS_SWELLING = re.compile(
     r"\b(?:lips?|tongue|mouth)(?:['’]s)?\s+(?:(?:has|have|had|is|are|was|were|went|gone|got|getting|all|just|really|"
     r"right|completely|massively|suddenly|started|starting|begun|begin|to|been)\s+){0,3}(?P<c>blown up|blowing up|"
@@ -658,6 +675,8 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_CANCER_TREATMENT, "medication:chemotherapy"),
     (_LIPS_SWELLING, "symptom:angioedema"),
     (_BIGGER_THAN_OTHER, "symptom:swelling"),
+    (_SUFFERING_WITH, "symptom:pain"),
+    (_EAR_DISCHARGE, "symptom:ear discharge"),
     (_SLEEP_LOST, "symptom:insomnia"),
     (_CHEST_WEIGHT, "symptom:chest pain"),
     (_OVERDOSE, "symptom:self-harm"),

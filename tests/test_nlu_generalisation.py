@@ -858,3 +858,33 @@ def test_a_parent_telling_a_childs_earache_in_scots_is_read_as_the_childs(store)
     fever = next(it for status, it in cmas.slot_items(state, "symptom") if it.get("value") == "fever")
     assert not fever.get("location"), state
     assert (state.get("basic_information") or [{}])[0].get("sex") == "male", state
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("Me head just went bang while I was lifting the shopping. Honestly the worst pain of me life.",
+     "thunderclap_headache"),
+    ("This headache came out of nowhere, zero to ten in a split second, I thought I'd been shot.",
+     "thunderclap_headache"),
+    ("Ah've had wee specks o' blood in whit I cough up since Friday.", "hemoptysis"),
+])
+def test_a_headache_at_its_worst_in_seconds_and_more_scots_are_read(store, said, rule):
+    """NICE CG150's thunderclap headache told as the worst pain of a life or a peak in seconds, and Scots "wee" for
+    small (never the "wee" of urine there), "o'" and "whit": each raised, in words written for this test."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+@pytest.mark.parametrize(("said", "absent"), [
+    ("My headache started this morning, it feels like someone's hitting me with a hammer.", "head_injury"),
+    ("I'm necking three energy drinks a day to stay awake at work.", None),
+])
+def test_a_blow_in_a_simile_and_energy_drinks_are_no_injury_and_no_alcohol(store, said, absent):
+    """A headache told in a simile of a blow is no head injury (its words by meaning need a blow or a fall said);
+    energy drinks are a habit of their own, not alcohol."""
+    session = talk(store, said)
+    if absent:
+        assert absent not in {f["id"] for f in session.state().red_flags}
+    else:
+        state = session.state().patient_state
+        assert status_of(state, "habit", "regular energy drinks") == "positive", state
+        assert status_of(state, "habit", "alcohol abuse") is None, state

@@ -131,6 +131,7 @@ class Rule:
     min_age: int | None = None  # a patient known to be younger does not have it (giant cell arteritis: 50 and over)
     reads_the_past: bool = False  # symptoms begun long ago count too (:data:`PAST_EPISODE_DAYS`): self-harm, cancer
     explained_by: tuple[re.Pattern[str], ...] = ()  # words that explain the sign away: raised from words, "possible"
+    said_with: tuple[re.Pattern[str], ...] = ()  # a match by meaning counts only where its sentence says one of these
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
         if min_age is not None and (isinstance(min_age, bool) or not isinstance(min_age, int) or min_age < 1):
             raise RuleError(f"{where}: 'min_age' must be a whole number of years")
         explained_by = _patterns(r.get("explained_by"), f"{where}: 'explained_by'")
+        said_with = _patterns(r.get("said_with"), f"{where}: 'said_with'")
         context = _context(r.get("context"), where)
         if context is not None and not all_of:
             raise RuleError(f"{where}: a 'context' needs 'all_of' (the state that holds it once said)")
@@ -353,6 +355,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
                 min_age=min_age,
                 reads_the_past=past,
                 explained_by=explained_by,
+                said_with=said_with,
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
@@ -369,7 +372,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
 
 _RULE_KEYS = {"id", "message", "level", "all_of", "any_of", "none_of", "phrases", "descriptions", "source",
               "hedge_keeps_level", "context", "near_miss_ignored", "recall_first", "patterns", "min_age",
-              "reads_the_past", "explained_by"}
+              "reads_the_past", "explained_by", "said_with"}
 
 
 def _patterns(raw: object, where: str) -> tuple[re.Pattern[str], ...]:
@@ -838,6 +841,20 @@ def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab
     return any(denied) and not any(held)
 
 
+def _said_with(rule: Rule, flag: RedFlag, text: str) -> bool:
+    """Whether a sentence of ``text`` that holds a clause of ``flag``'s evidence says one of the rule's ``said_with``
+    words (a head injury's blow: "hit", "banged", "fell"), so that a match by meaning is about what the rule is."""
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    clauses = [str(e.get("text") or "") for e in flag.evidence]
+    return any(any(p.search(_SIMILE.sub(" ", s)) for p in rule.said_with)
+               for s in sentences if any(c and c in s for c in clauses))
+
+
+_SIMILE = re.compile(r"\b(?:like|as if|as though)\s+(?:someone|somebody|something|i'd|i had|i've|i'd been|being|i was|"
+                     r"i've been|a|an|it|he|she|they)\b[^.!?,;]*", re.I)
+"""A simile's clause ("like someone smacked me with a bat"): its blow is a figure of the pain, not a blow."""
+
+
 def explained(rule: Rule, flag: RedFlag) -> bool:
     """Whether every sentence that raised ``flag`` from words also says what explains the sign away (the rule's
     ``explained_by``: "my shoulder is so stiff I can't lift my arm" is the pain's, not a stroke's weakness). Recall
@@ -865,7 +882,10 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     if opening:
         text, relative = as_the_patient(text)
     found, near = _phrase_flags(text, rules)
+    by_id = {r.id: r for r in rules.rules}
     for rid, flag in _semantic_flags(text, rules, near).items():
+        if by_id[rid].said_with and not _said_with(by_id[rid], flag, text):
+            continue  # "this headache exploded at the back of my head" is near a head injury's words, with no blow
         if rid not in found:
             found[rid] = flag
             continue

@@ -672,10 +672,11 @@ def bare_age(text: str) -> str | None:
     it ("all four limbs", "two days", "3 times", any plural noun: "two tumbles") or follows a time word ("an hour ago",
     "at 3") is no age."""
     text = _READING_SAID.sub(" ", _CLOCK_TIME.sub(" ", with_digits(text)))  # a time or a reading is no age
-    m = re.search(r"(?<!\bat )(?<!\bby )(?<!\bin )(?<!\bover )(?<!\bfor )(?<!\bwithin )(?<!\bafter )"
+    m = re.search(r"(?<!\bat )(?<!\bby )(?<!\bin )(?<!\bover )(?<!\bfor )(?<!\bwithin )(?<!\bafter )(?<!out of )"
                   r"\b(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'clock\b|(?:limbs?|times?|days?|"
                   r"hours?|minutes?|mins?|weeks?|kids|children|tablets|pills|cups|mugs|pints|units|cigarettes|fags|"
-                  r"pounds|stones?|kilos|kg|lbs|a day|a week|(?:years?|yrs?|months?)\s+(?:ago|back|before|earlier|"
+                  r"pounds|stones?|kilos|kg|lbs|a day|a week|out of|/|"
+                  r"(?:years?|yrs?|months?)\s+(?:ago|back|before|earlier|"
                   r"previously|since|later))\b|\s+(?!(?:as|is|was|has|this|his|its|yes|years?|yrs|"
                   r"plus|thanks)\b)[a-z]{3,}s\b))", with_digits(text))
     return m.group(1) if m and 0 < int(m.group(1)) < 120 else None

@@ -177,6 +177,17 @@ def goes_on_with_a_quality(clause: str) -> bool:
     return m is not None and m.group("word") in _PAIN_QUALITY
 
 
+_COLOUR_WORDS = frozenset("""bright dark deep light pale fresh dull vivid red redder black yellow yellowy green greeny
+brown white pink purple orange grey gray clear creamy rusty like really very quite sort kind colour color""".split())
+
+
+def only_colour(clause: str) -> bool:
+    """Whether a clause says only a colour ("Bright red, like."): the colour of what the turn named (the blood), no
+    concept of its own (by meaning "bright red" is near "red hot", a fever)."""
+    words = [w for w in _WORD.findall(clause.lower().replace("'", "")) if w not in STOP_WORDS]
+    return bool(words) and all(w in _COLOUR_WORDS for w in words)
+
+
 def only_routine(clause: str) -> bool:
     """Whether every word of a clause is a daily routine or its time (:data:`_ROUTINE`)."""
     words = _WORD.findall(clause.lower().replace("'", ""))
@@ -425,7 +436,7 @@ class ConceptMatcher:
                     or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
-                    or goes_on_with_a_quality(c.text)
+                    or goes_on_with_a_quality(c.text) or only_colour(c.text)
                     or self._place_said_to_be_fine(c.text) or factor_of_it(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."

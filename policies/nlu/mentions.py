@@ -77,6 +77,11 @@ class MentionFinder:
                     continue  # "the room doesn't spin" denies the spinning, not the dizziness
             if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
                 continue  # "I'm drinking litres of water": drinking, not alcohol
+            if (base == "habit" and value != "regular energy drinks"
+                    and _SOFT_DRINK_BEFORE.search(f.sentence[:f.char_start])):
+                if not f.sentence[:f.char_start].lower().rstrip().endswith("energy"):
+                    continue  # "fizzy drinks": no alcohol
+                value = "regular energy drinks"  # "four energy drinks a day", read as drinks a day
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
@@ -248,9 +253,11 @@ def _simile(before: str) -> bool:
 
 
 _DRINK = re.compile(r"drink(?:s|ing|er)?")
-_NOT_ALCOHOL = re.compile(r"^(?:(?:\W+\w+){0,3}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
-                          r"coffees|juice|milk|squash|pop|soda|cola|smoothies?)\b|\W+(?:enough|as much as|"
-                          r"nearly enough)\b)", re.I)
+_NOT_ALCOHOL = re.compile(r"^(?:(?:\W+\w+){0,5}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
+                          r"coffees|juice|milk|squash|pop|soda|cola|coke|pepsi|smoothies?|energy|red bull|monster|"
+                          r"lucozade|fizzy|shakes?)\b|\W+(?:enough|as much as|nearly enough)\b)", re.I)
+_SOFT_DRINK_BEFORE = re.compile(r"\b(?:energy|soft|fizzy|sports|protein|diet|sugary|hot|fruit)\s+$", re.I)
+"""A "drinks" that a kind of soft drink names ("three energy drinks a day"): no alcohol."""
 """Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol): a
 drink named, or the amount said as the advice on fluids says it ("I don't drink enough", "I don't always drink as much
 as I should")."""

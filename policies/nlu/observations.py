@@ -468,6 +468,14 @@ _SUFFERING_WITH = re.compile(
 """A pain told as what someone suffers with (British usage: "she's been screaming with her ear", "he's bad with his
 back", "I'm a martyr with my knees"): a pain at that part, its place read from the words."""
 
+_WORST_HEADACHE = re.compile(
+    r"\b(?:headache|head)\b[^!?]{0,200}?\b(?P<c>(?:the\s+)?(?:worst|most painful)\s+(?:pain|thing|agony)\s+(?:of|in)\s+"
+    r"(?:my|his|her)\s+life|(?:from\s+)?(?:nothing|zero|0)\s+to\s+(?:ten|10|a ten|unbearable|agony)"
+    r"(?:\s+out of\s+(?:ten|10))?"
+    r"\s+in[,\s]+(?:like,?\s+)?(?:a|one|two|a few|seconds|a second|a split second|an instant))", re.I)
+"""A headache told, in its turn, as the worst pain of a life or as reaching its peak in seconds (NICE CG150: a
+thunderclap headache, "sudden-onset headache reaching maximum intensity within 5 minutes")."""
+
 _LIPS_SWELLING = re.compile(
     r"\b(?:lips?|tongue|mouth)(?:['’]s)?\s+(?:(?:has|have|had|is|are|was|were|went|gone|got|getting|all|just|really|"
     r"right|completely|massively|suddenly|started|starting|begun|begin|to|been)\s+){0,3}(?P<c>blown up|blowing up|"
@@ -676,6 +684,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_LIPS_SWELLING, "symptom:angioedema"),
     (_BIGGER_THAN_OTHER, "symptom:swelling"),
     (_SUFFERING_WITH, "symptom:pain"),
+    (_WORST_HEADACHE, "symptom:thunderclap headache"),
     (_EAR_DISCHARGE, "symptom:ear discharge"),
     (_SLEEP_LOST, "symptom:insomnia"),
     (_CHEST_WEIGHT, "symptom:chest pain"),

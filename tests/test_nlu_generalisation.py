@@ -888,3 +888,13 @@ def test_a_blow_in_a_simile_and_energy_drinks_are_no_injury_and_no_alcohol(store
         state = session.state().patient_state
         assert status_of(state, "habit", "regular energy drinks") == "positive", state
         assert status_of(state, "habit", "alcohol abuse") is None, state
+
+
+def test_blood_from_scratched_skin_is_no_bleed_and_a_stone_lost_in_other_words_is_weight_loss(store):
+    """Blood on the sheets from skin scratched raw is the skin's (no coughed-up blood); "the best part of a stone"
+    lost is weight lost (the NHS asks it as an amount)."""
+    session = talk(store, "My psoriasis is driving me mad, I scratch it till it bleeds and there's blood on my "
+                          "pillowcase most mornings.")
+    assert "hemoptysis" not in {f["id"] for f in session.state().red_flags}
+    state = talk(store, "I've lost the best part of two stone since the summer without even trying.").state()
+    assert status_of(state.patient_state, "symptom", "unexplained weight loss") == "positive", state.patient_state

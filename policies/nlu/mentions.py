@@ -531,7 +531,16 @@ def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
         # the conversation's complaint decides a bare "blood" said of it; a bare bleeding only when it is said to be
         # there ("No, no bleeding" to "any unusual bleeding?" denies no rectal bleeding the patient came with)
         context = state if m.value == "hemoptysis" or m.status == "positive" else {}
-        m.value = blood_site(said, m.sentence, at, text, context) or m.value
+        site = blood_site(said, m.sentence, at, text, context)
+        if site is None and placed and _FROM_THE_SKIN.search(m.sentence.lower()):
+            m.base = ""  # "scratching it raw, spots of blood on the sheets": the skin's, no bleed to ask about
+        m.value = site or m.value
+    mentions[:] = [m for m in mentions if m.base]
+
+
+_FROM_THE_SKIN = re.compile(r"\b(?:scratch\w*|scratched|graze\w*|shaving|shaved|picking|picked|scabs?|cut myself|"
+                            r"cut my (?:finger|hand|leg|knee|arm|thumb)|nicked)\b")
+"""A bare blood said with what broke the skin ("I'm scratching it raw and there's blood on the sheets")."""
 
 
 def blood_site(said: str, sentence: str, at: int | None, text: str, state: dict) -> str | None:

@@ -397,7 +397,8 @@ without it stinging" is how the passing feels, not a retention."""
 
 _WEIGHT_LOST = re.compile(
     r"\b(?P<c>(?:lost|dropped|shed|losing|dropping|shedding|gone down)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|"
-    r"over\s+|more than\s+|roughly\s+|like\s+|maybe\s+|a good\s+)?(?:a|half a|one|two|three|four|five|six|seven|eight|"
+    r"over\s+|more than\s+|roughly\s+|like\s+|maybe\s+|a good\s+|the best part of\s+|most of\s+|getting on for\s+|"
+    r"well over\s+|close to\s+|the guts of\s+)?(?:a|half a|one|two|three|four|five|six|seven|eight|"
     r"nine|ten|eleven|twelve|fifteen|twenty|a couple of|a few|several|\d+(?:\.\d+)?)\s*(?:and a half\s+)?"
     r"(?:stones?|st|kilos?|kgs?|kilograms?|pounds|lbs?|dress sizes?|clothes sizes?|sizes?)\b)", re.I)
 """Weight lost said as an amount ("I've lost about ten kilos", "dropped two dress sizes"): the NHS asks "have you lost

@@ -541,7 +541,7 @@ def _matches(
     (:data:`PAST_EPISODE_DAYS`)."""
     spec = cmas.SLOTS[cond.slot]
     names = [f"{s}_{cond.slot}" for s in (statuses or cond.status)] if spec.statuses else [cond.slot]
-    evidence = []
+    evidence: list[dict[str, Any]] = []
     if cond.unless and any(vocab.same("symptom", str(it.get("value", "")), v)
                            for it in state.get("positive_symptom") or [] for v in cond.unless):
         return evidence

@@ -258,32 +258,29 @@ def other_names() -> dict[str, dict[str, str]]:
     return {base: {n: next(iter(vs)) for n, vs in names.items() if len(vs) == 1} for base, names in seen.items()}
 
 
+def _replacements(path: str | Path, key: str, whole: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The ``key`` table of ``path`` (regular expression -> replacement), each pattern compiled inside ``whole``
+    (a template with ``{}`` where the pattern goes: how it meets the words around it)."""
+    raw = _load(Path(path)).get(key) or {}
+    if not isinstance(raw, dict):
+        raise LayTermsError(f"{path}: {key}: expected a mapping pattern -> replacement")
+    out = []
+    for pattern, replacement in raw.items():
+        try:
+            out.append((re.compile(whole.replace("{}", pattern), re.I), str(replacement)))
+        except re.error as exc:
+            raise LayTermsError(f"{path}: {key}: {pattern!r} is not a regular expression ({exc})") from exc
+    return tuple(out)
+
+
 @lru_cache(maxsize=2)
 def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern[str], str], ...]:
-    raw = _load(Path(path)).get("glosses") or {}
-    if not isinstance(raw, dict):
-        raise LayTermsError(f"{path}: glosses: expected a mapping pattern -> plain word")
-    out = []
-    for pattern, plain in raw.items():
-        try:
-            out.append((re.compile(rf"\b(?:{pattern})(?:e?s)?\b", re.I), str(plain)))  # "water infections"
-        except re.error as exc:
-            raise LayTermsError(f"{path}: glosses: {pattern!r} is not a regular expression ({exc})") from exc
-    return tuple(out)
+    return _replacements(path, "glosses", r"\b(?:{})(?:e?s)?\b")  # whole words, and their plural: "water infections"
 
 
 @lru_cache(maxsize=2)
 def _spellings(path: str | Path = DIALECT) -> tuple[tuple[re.Pattern[str], str], ...]:
-    raw = _load(Path(path)).get("spellings") or {}
-    if not isinstance(raw, dict):
-        raise LayTermsError(f"{path}: spellings: expected a mapping pattern -> standard word")
-    out = []
-    for pattern, standard in raw.items():
-        try:
-            out.append((re.compile(rf"(?<![\w'’])(?:{pattern})(?![\w])", re.I), str(standard)))
-        except re.error as exc:
-            raise LayTermsError(f"{path}: spellings: {pattern!r} is not a regular expression ({exc})") from exc
-    return tuple(out)
+    return _replacements(path, "spellings", r"(?<![\w'’])(?:{})(?![\w])")  # not inside a word or a contraction
 
 
 def standard_spelling(text: str) -> str:

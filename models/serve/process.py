@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -38,7 +39,12 @@ def pid_alive(pid: int) -> bool:
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rpartition(")")[2].split()[0] != "Z"
+        if stat.rpartition(")")[2].split()[0] != "Z":
+            return True
+        # a zombie leader whose other threads are still exiting is not gone yet: a multi-threaded server's main thread
+        # shows "Z" while its engine threads tear down, and its parent cannot reap it until they have
+        threads = re.search(r"^Threads:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)
+        return threads is not None and int(threads.group(1)) > 1
     except (OSError, IndexError):
         return True
 

@@ -926,8 +926,10 @@ _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\
                           r"|all (?:his|her) life|long[- ]standing)\b", re.I)
 # The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
 # patient and the relative is family history.
-_OWN_COMPLAINT = re.compile(r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:today\s+|in\s+)?(?:about|for|with|"
-                            r"because of|over)\s+(?:my\s+own|something\s+of\s+my\s+own|myself)\b|"
+_HERE_FOR_MYSELF_WORDS = (r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:today\s+|in\s+)?(?:about|for|with|"
+                          r"because of|over)\s+(?:my\s+own|something\s+of\s+my\s+own|myself)\b")
+"""The speaker saying they came about their own complaint ("... but I'm here about my own ingrown toenail")."""
+_OWN_COMPLAINT = re.compile(_HERE_FOR_MYSELF_WORDS + r"|"
                             r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
                             r"(?!\s+(?:just\s+|only\s+|recently\s+|now\s+)?(?:found|noticed|seen|heard|learned|learnt|"
                             r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b|"
@@ -990,8 +992,7 @@ def unframed(text: str) -> str:
     return _GUARDIAN_FRAME.sub("", text.replace("’", "'"), count=1)
 
 
-_HERE_FOR_MYSELF = re.compile(r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:today\s+|in\s+)?(?:about|for|"
-                              r"with|because of|over)\s+(?:my\s+own|something\s+of\s+my\s+own|myself)\b", re.I)
+_HERE_FOR_MYSELF = re.compile(_HERE_FOR_MYSELF_WORDS, re.I)
 
 
 def here_for_myself(text: str) -> bool:

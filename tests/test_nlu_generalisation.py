@@ -898,3 +898,73 @@ def test_blood_from_scratched_skin_is_no_bleed_and_a_stone_lost_in_other_words_i
     assert "hemoptysis" not in {f["id"] for f in session.state().red_flags}
     state = talk(store, "I've lost the best part of two stone since the summer without even trying.").state()
     assert status_of(state.patient_state, "symptom", "unexplained weight loss") == "positive", state.patient_state
+
+
+@pytest.mark.parametrize(("said", "place"), [
+    ("The swelling's in my left ankle, no, sorry, the right one, it came up on Friday.", "right ankle"),
+    ("It's my right wrist, sorry, I mean left wrist, that's been aching since the fall.", "left wrist"),
+])
+def test_a_side_corrected_mid_sentence_is_the_side_meant(store, said, place):
+    """A patient's self-correction (Shriberg's reparandum, editing term, repair): the corrected side is the one the
+    clinician sees, not both and not the slip."""
+    state = talk(store, said).state().patient_state
+    places = [p for _, it in cmas.slot_items(state, "symptom") for p in it.get("location") or []]
+    assert place in places, state
+    other = "left" if place.startswith("right") else "right"
+    assert not any(p.startswith(other) for p in places), state
+
+
+def test_a_change_corrected_mid_sentence_and_a_no_that_answers_are_read_as_meant(store):
+    """"Fatter, I mean thinner" is weight lost; "Blood, no, sputum yes" is no self-correction (a "no" after a thing
+    answers it), so the cough's phlegm stays and nothing is replaced."""
+    state = talk(store, "My belt's gone tighter, no wait, I mean looser, I've dropped weight without trying.").state()
+    assert status_of(state.patient_state, "symptom", "unexplained weight loss") == "positive", state.patient_state
+    assert status_of(state.patient_state, "symptom", "weight gain") is None, state.patient_state
+
+
+def test_a_complaint_denied_at_another_place_stays_positive_where_it_is(store):
+    """"My stomach aches ... no pain in my back though": one value said with both statuses at two places is two
+    facts; one status per value had let the later denial take the stomach ache (the chief complaint shown as
+    denied)."""
+    state = talk(store, "I've had a horrible ache in my stomach since Tuesday, there's no pain in my back "
+                        "though.").state().patient_state
+    items = [(status, it) for status, it in cmas.slot_items(state, "symptom")
+             if it.get("value") in ("pain", "abdominal pain", "back pain")]
+    positive = [it for status, it in items if status == "positive"]
+    assert positive and all("back" not in (it.get("location") or []) for it in positive), state
+    assert any(status == "negative" and ("back" in (it.get("location") or []) or it.get("value") == "back pain")
+               for status, it in items), state
+
+
+def test_a_person_named_by_name_owns_what_she_had_and_a_simile_drink_is_no_habit(store):
+    """"My Moira, bless her, she had the diabetes" is the late wife's (a capital after "my" names a person), found by
+    meaning or by phrase; "like he'd been on the drink, which he never is" compares, it does not say a habit."""
+    state = talk(store, "I've had a sore throat since Monday.",
+                 "My Moira, bless her, she had the sugar diabetes for years before she passed.").state().patient_state
+    assert status_of(state, "medical_history", "diabetes mellitus") is None, state
+    state = talk(store, "Dad's speech went all mumbly, like he'd been on the drink, and he never touches it.",
+                 ).state().patient_state
+    assert status_of(state, "habit", "alcohol abuse") != "positive", state
+
+
+@pytest.mark.parametrize("said", [
+    "I've felt like I need to throw up all morning, but nothing's come up.",
+    "I kept wanting to be sick on the bus, though I never actually was.",
+])
+def test_the_urge_to_vomit_is_nausea_not_vomiting(store, said):
+    """A near miss of an event is the feeling, not the event (as a faint nearly had is presyncope): the urge to be sick
+    is nausea (NHS: feeling sick), and the vomiting it did not come to is not positive."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, "symptom", "nausea") == "positive", state
+    assert status_of(state, "symptom", "vomiting") != "positive", state
+
+
+def test_a_denied_bladder_is_no_retention_and_a_life_events_time_is_not_the_complaints(store):
+    """A negated description of an inability ("I cannot pass urine") meets only a clause that says an inability, not
+    "no trouble with my waterworks"; "..., and she moved in with us ten years ago" dates the move, not the fever."""
+    flags = {f["id"] for f in talk(store, "My back's sore. No trouble at all with my waterworks or my "
+                                          "bowels.").state().red_flags}
+    assert not flags & {"acute_urinary_retention", "cauda_equina"}, flags
+    session = talk(store, "Mum's been hot and feverish and muddled since this morning, and she moved in with us "
+                          "ten years ago.")
+    assert "fever_with_confusion" in {f["id"] for f in session.state().red_flags}

@@ -235,10 +235,10 @@ def conversation_rules() -> list[Any]:
 
 
 NEAR_MISS_CUES = ("nearly", "almost", "about to", "going to", "gonna", "close to", "on the verge of", "like i might",
-                  "like i'd", "like i would")
+                  "like i'd", "like i would", "want to", "wanted to", "like i need to")
 """Words that make an event a near miss: "I nearly passed out", "I thought I was going to faint", "close to blacking
-out", "light-headed, like I might keel over" say it did not happen. Not "might" alone (doubt whether it happened:
-"I might have fainted") nor "would" alone (a habit: "I would faint every morning")."""
+out", "light-headed, like I might keel over", "I feel like I want to vomit" say it did not happen. Not "might" alone
+(doubt whether it happened: "I might have fainted") nor "would" alone (a habit: "I would faint every morning")."""
 
 
 def near_misses(phrases: Iterable[str]) -> list[str]:
@@ -1001,6 +1001,17 @@ def here_for_myself(text: str) -> bool:
     return _HERE_FOR_MYSELF.search(text) is not None
 
 
+ANOTHER_EVENT = re.compile(
+    r"(?:,|\band\b|\bbut\b)\s+(?:he|she|i|we|they)\s+(?:also\s+|only\s+|just\s+)?"
+    r"(?!(?:started|began|first|noticed|felt|got|had|developed|woke|came|been|was|were|kept|found|realised|realized|"
+    r"noted|saw|spotted|thought|think|said|says|told|reckon\w*|went|seemed|looked)\b)"
+    r"(?:retired|moved|married|divorced|separated|emigrated|graduated|left|quit|bought|sold|flew|travelled|traveled|"
+    r"returned|lost|buried|joined|finished|changed|stopped|gave|had\s+(?:a|the|his|her|my|our)\s+(?:baby|op|operation|"
+    r"wedding)|\w+ed)\b", re.I)
+"""A later clause with its own subject and an event verb of a life ("..., and he retired twenty years ago"): its time is
+that event's, not the complaint's. Verbs that date a complaint ("and I noticed it a week ago") are not it."""
+
+
 def proxy_subject(text: str) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
     son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
@@ -1029,8 +1040,9 @@ def proxy_subject(text: str) -> str | None:
     if (speakers - {head}) & _BLOOD_RELATIVES:
         return None  # a list of the speaker's relatives is a family history ("my dad has ..., and my sister had ...")
     first_clause = re.split(r"[,;.!?]|\band\b", text, maxsplit=1)[0]  # "my wife says I snore, ..."
-    if head not in GUARDED or not _PRESENT.search(text) or any(
-            p.search(text) for p in (_FAMILY_PAST, _OWN_COMPLAINT)) or _REPORTS_ON_ME.search(first_clause):
+    told = text[:event.start()] if (event := ANOTHER_EVENT.search(text)) else text  # "..., and she moved in with
+    if head not in GUARDED or not _PRESENT.search(text) or any(  # us ten years ago": no past of the illness
+            p.search(told) for p in (_FAMILY_PAST, _OWN_COMPLAINT)) or _REPORTS_ON_ME.search(first_clause):
         return None
     return head
 

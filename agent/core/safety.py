@@ -47,6 +47,7 @@ from agent.core.ontology import (
 )
 from agent.core.paths import REPO_ROOT
 from agent.core.semantic import Encoder, default_encoder
+from agent.core.speech_repair import repaired
 from agent.core.tracker import update_state
 
 DEFAULT_RULES = REPO_ROOT / "configs" / "red_flags.yaml"
@@ -687,6 +688,16 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
 _NEGATION_WORD = re.compile(r"\b(?:no|not|never|nothing|none|nobody|cannot|without)\b|n't\b|n’t\b", re.I)
 """A negation said in words, as a negated description has it ("I don't want to be here any more")."""
 
+_INABILITY = re.compile(r"\b(?:cannot|can't|can’t|can not|couldn't|couldn’t|unable|won't|won’t|"
+                        r"(?:not|never|n't|n’t)\s+(?:been\s+|be\s+)?able)\b|n't\s+(?:been\s+|be\s+)?able\b", re.I)
+"""A negation that says a sign (an inability: "I cannot pass urine"), not a denial: a description negated only so
+meets a clause that says an inability too, never one that denies ("No problems with my bladder")."""
+
+
+def _says_only_inability(text: str) -> bool:
+    """Whether every negation in ``text`` is an inability ("I cannot pass urine at all and my bladder hurts")."""
+    return bool(_INABILITY.search(text)) and not _NEGATION_WORD.search(_INABILITY.sub(" ", text))
+
 LOW_PATH_MIN_WORDS = 3  # content words a clause needs before the recall-first low path reads it
 
 
@@ -722,6 +733,9 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     negated = np.array([c.negated for c in clauses])[:, None]
     # a clause denied by a verdict ("I'm getting air in fine") says all is well: no negated description meets it
     says_not = np.array([bool(_NEGATION_WORD.search(c.text)) for c in clauses])[:, None]
+    # ... and a description negated only by an inability meets only a clause that says an inability too
+    says_inability = np.array([bool(_INABILITY.search(c.text)) for c in clauses])[:, None]
+    ref_inability = np.array([neg and _says_only_inability(d) for _, d, neg in refs])[None, :]
     past = np.array([c.historical for c in clauses])[:, None]
     ref_negated = np.array([neg for _, _, neg in refs])[None, :]
     keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
@@ -745,7 +759,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     else:
         low_contrast = contrast
     usable = (
-        (~negated | (ref_negated & says_not))
+        (~negated | (ref_negated & says_not & (~ref_inability | says_inability)))
         & (~past | keeps)  # context: no denial, no past (but self-harm's)
         & (((in_context | (contrast >= screen.margin)) & (sims >= screen.possible))  # nearer than the ordinary
            | (recall_first & hints & (low_contrast >= screen.recall_first_margin)
@@ -877,7 +891,7 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     rules = rules or default_rules()
     if not text.strip():
         return []
-    text = standard_spelling(text)  # "she cannae lift her arm": the readers know "can't"
+    text = repaired(standard_spelling(text))  # "she cannae lift her arm": the readers know "can't"; a slip corrected
     relative = None
     if opening:
         text, relative = as_the_patient(text)

@@ -32,6 +32,7 @@ from agent.core.lay_terms import standard_spelling
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import default_rules, disclosure_words, disclosures
+from agent.core.speech_repair import repaired
 from policies.nlu import attributes as attr
 from policies.nlu.answers import AnswerReader, asked_items
 from policies.nlu.concepts import DEFAULT_THRESHOLD, ConceptMatcher
@@ -49,6 +50,7 @@ from policies.nlu.mentions import (
     resolve_faint_and_dribble,
     resolve_pain,
     segments,
+    someone_elses,
 )
 from policies.nlu.observations import DYED, DYED_BY
 
@@ -116,7 +118,8 @@ class ClinicalNLU:
         ``proxy``: the relative a guardian speaks for (``agent.core.clinical_text.spoken_for``), who is the patient;
         what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
-        text = without_echoes(standard_spelling(text))  # "Pregnant? I'm 71!": the echoed question is no answer
+        # "Pregnant? I'm 71!": the echoed question is no answer; "the right, no, sorry, the left one": the left
+        text = without_echoes(repaired(standard_spelling(text)))
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None
@@ -130,7 +133,7 @@ class ClinicalNLU:
         mentions, sents = (self.finder.mentions(text, last_placed(state), others=others,
                                                 proxy=proxy)
                            if text.strip() else ([], []))
-        second = self._second_stage(text, mentions) if text.strip() else []
+        second = self._second_stage(text, mentions, others) if text.strip() else []
         mentions += second
         whole = attr.clean(text)
         asked = asked_items(last_actions or [])
@@ -143,11 +146,13 @@ class ClinicalNLU:
         resolve_faint_and_dribble(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)
+        self.details.denied_elsewhere(frame, mentions, sents)
         for m in mentions:
             item = frame.item(m.base, m.value, mention_status(m))
             if m.base == "family_history" and m.relation:
                 set_attr(item, "relation", m.relation)
         self.details.attributes(frame, mentions, sents, asked)
+        self.details.keep_places_apart(frame)
         self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs}, sents)
         self.details.spread_of_pain(frame, text)
         self.details.place_from_before(frame, mentions, state)
@@ -169,8 +174,10 @@ class ClinicalNLU:
             return Reading(cmas.parse_nlu([{"intent": "inform", "slots": slots}]), from_second)
         return Reading(cmas.parse_nlu([{"intent": self._intent(whole)}]), set())
 
-    def _second_stage(self, text: str, mentions: list[Mention]) -> list[Mention]:
-        """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read)."""
+    def _second_stage(self, text: str, mentions: list[Mention], others: bool = True) -> list[Mention]:
+        """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read). ``others``:
+        as the mention finder's, a clause whose subject is someone else ("my Glenys, she had the asthma") is theirs,
+        so nothing of the patient's."""
         if self.concepts is None:
             return []
         parts = segments(mentions)
@@ -200,6 +207,8 @@ class ClinicalNLU:
             if h.base == "symptom" and h.value in DYED and DYED_BY.search(h.clause):
                 continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
+            if others and h.base != "family_history" and at >= 0 and someone_elses("", text[:at + len(h.clause)].rstrip(".!? ")):
+                continue
             if relation in NO_BLOOD_KIN:
                 continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)
             out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agent.core.clinical_text import ANOTHER_EVENT
 from agent.core.ontology import SITE_VALUES, Vocabulary, located_finding, sited_pain, without_side
 from policies.nlu import attributes as attr
 from policies.nlu.frame import TEST_STATUS, Frame, set_attr
@@ -263,6 +264,12 @@ class DetailReader:
                 item = frame.item("symptom", m.value, mention_status(m))
                 clause = sentence if carried else part.get(id(m), sentence)
                 found = self.symptom_attributes(clause, m.value, asked_checks, ended)
+                if (event := ANOTHER_EVENT.search(clause)) is not None:  # "... and he retired twenty years ago"
+                    for k in ("onset", "duration"):
+                        if k in found and not (v := getattr(attr, k)(clause[:event.start()], ended=ended)):
+                            found.pop(k)
+                        elif k in found:
+                            found[k] = v
                 if not carried:  # a time said in the symptom's own clause is its time, not an earlier one's
                     own = own_clause(m)  # ("I came back from Australia three days ago and since yesterday I ...")
                     found |= {k: v for k in ("onset", "duration") if (v := getattr(attr, k)(own, ended=ended))}
@@ -280,6 +287,34 @@ class DetailReader:
             for m in here:
                 self._other_attributes(frame, m, here, part.get(id(m), sentence), sentence, asked_checks)
             self.place_of_denied(frame, here, part, sentence)
+
+    def denied_elsewhere(self, frame: Frame, mentions: list[Mention], sents: list[str]) -> None:
+        """ "My tummy's been sore for days, but no pain in my back": a located complaint said in the turn and denied
+        at a place of its own is two facts, so the frame keeps both (:attr:`Frame.elsewhere`) and the complaint stays
+        positive where it is; one status per value would let the later denial take it."""
+        part = segments(mentions)
+        said_positive = {m.value for m in mentions if m.base == "symptom" and m.status == "positive"}
+        for m in mentions:
+            if m.base != "symptom" or m.status != "negative" or m.value not in said_positive:
+                continue
+            if not self.locatable(m.value):
+                continue
+            sentence = sents[m.sent] if 0 <= m.sent < len(sents) else m.sentence
+            if [x for x in attr.places(part.get(id(m), sentence), self.lexicon.locations, self.lexicon.sided)
+                    if not _names_the_place(m.value, x)]:
+                frame.elsewhere.add(("symptom", m.value))
+
+    @staticmethod
+    def keep_places_apart(frame: Frame) -> None:
+        """The complaint of :meth:`denied_elsewhere` is not where it was denied: a place read into both ("sore for
+        days but my back is fine, no back pain") is the denial's."""
+        for base, value in frame.elsewhere:
+            yes, no = frame.items.get((f"positive_{base}", value)), frame.items.get((f"negative_{base}", value))
+            if not yes or not no or not isinstance(yes.get("location"), list):
+                continue
+            kept = [p for p in yes["location"] if p not in (no.get("location") or [])]
+            if kept:
+                yes["location"] = kept
 
     def place_of_denied(self, frame: Frame, here: list[Mention], part: dict[int, str], sentence: str) -> None:
         """ "No pain in my back": a denied pain (or other placed symptom) is denied where its own words place it, so

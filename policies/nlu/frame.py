@@ -33,12 +33,17 @@ class Frame:
 
     items: dict[tuple[str, str], dict] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)
+    elsewhere: set[tuple[str, str]] = field(default_factory=set)
+    """(slot, value) said with both statuses at different places ("my tummy's sore, no back pain"): each status keeps
+    its own item, so the denial of one place does not take the complaint of the other."""
 
     def item(self, base: str, value: str, status: str) -> dict:
         spec = cmas.SLOTS[base]
         if spec.statuses and status not in spec.statuses:
             status = TEST_STATUS.get(status, status) if base == "medical_test" else "positive"
         name = f"{status}_{base}"
+        if (base, value) in self.elsewhere:
+            return self.items.setdefault((name, value), {"value": value})
         for (n, v), it in list(self.items.items()):  # one status per value: the later, more specific word wins
             if v == value and n != name and n.endswith(f"_{base}"):
                 self.items.pop((n, v))

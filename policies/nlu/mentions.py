@@ -195,8 +195,11 @@ _VACCINE_AFTER = re.compile(r"^\W*(?:jabs?|shots?|vaccines?|vaccinations?|vaccin
 IMMUNIZATION = "immunization"  # MediTOD's medical-history value for vaccinations
 
 _DONE_OR_TAKEN = ("habit", "medication", "exposure")
-_SIMILE_BEFORE = re.compile(r"\b(?:like|as if|as though|the colou?r of|colou?red like|resembl(?:es|ed|ing))\s+"
-                            r"(?:(?:a|an|the|some|old|black|dark|used|wet|ground)\s+){0,2}$", re.I)
+_SIMILE_BEFORE = re.compile(r"\b(?:(?:like|as if|as though|the colou?r of|colou?red like|resembl(?:es|ed|ing))\s+"
+                            r"(?:(?:a|an|the|some|old|black|dark|used|wet|ground)\s+){0,2}"
+                            r"|(?:like|as if|as though)\s+(?:i|he|she|you|they|we|someone|somebody)"
+                            r"(?:'s|'d|'ve|'m|’s|’d|’ve|\s+has|\s+had|\s+have|\s+was|\s+were)?\s+(?:had|been|drunk|taken|smoked|on)\s+"
+                            r"(?:\w+\s+){0,2})$", re.I)
 """A habit, drug or exposure word in a simile ("it looked like coffee grounds", "sticky like tar"): the patient
 describes what they saw or felt by it; they do not say they drink, take or met it."""
 NO_BLOOD_KIN = frozenset("""wife husband partner boyfriend girlfriend fiance fiancee spouse stepdad stepmum stepmom
@@ -284,6 +287,17 @@ _PERSON_NOUN = re.compile(r"\b(?:wife|husband|partner|boyfriend|girlfriend|fianc
                           r"girl|boy|man|woman|lady|guy)\b", re.I)
 
 
+_NAMED_PERSON = re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(?!(?:GP|A&E|NHS)\b)[A-Z][a-z]+\b")
+"""One of the patient's people by name ("my Glenys, God rest her, she had the asthma"): case matters, a capital after
+"my" names a person where a body part or a thing would be lower case."""
+
+
+def someone_elses(earlier: str, clause: str) -> bool:
+    """Whether ``clause`` (said after ``earlier`` in the turn) has someone else for its subject, as a mention's own
+    clause is read: for what the second stage finds by meaning, which has no place in a sentence."""
+    return _someone_else(earlier, clause)
+
+
 def _someone_else(earlier: str, before: str) -> bool:
     """Whether the clause a mention is in has someone else for its subject (:data:`_SOMEONE_ELSE`); a "he" or "she"
     only when the turn named a person before it ("I live with my wife. She's got a cold"): said alone, it is as
@@ -294,7 +308,8 @@ def _someone_else(earlier: str, before: str) -> bool:
     subject = m.group("who").lower()
     if subject not in ("he", "she"):
         return True
-    return bool(_PERSON_NOUN.search(f"{earlier} {before[:m.start()]}"))
+    said = f"{earlier} {before[:m.start()]}"
+    return bool(_PERSON_NOUN.search(said) or _NAMED_PERSON.search(said))
 
 
 _PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tuberculosis|vir(?:us|al)|covid|bug|"

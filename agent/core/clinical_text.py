@@ -952,7 +952,8 @@ _PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?
                       r"is|are|has been|have been|won't|can't|cannot|doesn't|isn't|hasn't|collapsed|blacked out|"
                       r"passed out|fainted|fell|went|woke|seems|looks|looked|couldn't|could not|wouldn't|would not|"
                       r"at (?:breakfast|lunch|lunchtime|dinner|dinnertime|tea|teatime|supper)|"
-                      r"(?:minutes?|hours?|days?) ago)\b",
+                      r"(?:minutes?|hours?|days?) ago|lasted\s+(?:\w+\s+){0,2}(?:seconds?|minutes?)|"
+                      r"was\s+(?:shaking|jerking|twitching|fitting|convulsing|foaming|thrashing))\b",
                       re.I)
 _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee

@@ -347,7 +347,7 @@ sure married single divorced widowed feeling getting having going in on allergic
 just only still also really very so too the retired unemployed smoker drinker heavy fit healthy active""".split())
 """First words of an "I'm ..." that is no occupation, in a reply to "what do you do for work?" ("I'm not pregnant.
 I'm a student" is a student)."""
-_TRAVEL = re.compile(r"\b(travel\w*|trips?|abroad|vacation|holidays?|flew|flight|overseas)\b")
+_TRAVEL = re.compile(r"\b(travel\w*|trips?|abroad|vacation|holidays?|flew|flights?(?! of stairs| of steps)|overseas)\b")
 _DESTINATION = re.compile(r"\b(?:to|in|from)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 _WHERE = re.compile(r"\b(at work|at home|at school|at the office|at daycare|in the house)\b")
 _IMPACT_NO = re.compile(

@@ -207,7 +207,8 @@ class ClinicalNLU:
             if h.base == "symptom" and h.value in DYED and DYED_BY.search(h.clause):
                 continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
-            if others and h.base != "family_history" and at >= 0 and someone_elses("", text[:at + len(h.clause)].rstrip(".!? ")):
+            said_so_far = text[:at + len(h.clause)].rstrip(".!? ") if at >= 0 else ""
+            if others and h.base != "family_history" and said_so_far and someone_elses("", said_so_far):
                 continue
             if relation in NO_BLOOD_KIN:
                 continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)

@@ -662,7 +662,13 @@ def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: C
     eye said to be red or bloodshot is eye redness, however the sentence words it ("both my eyes have gone red").
     The site decides the concept, as for blood (:func:`resolve_blood`). The redness takes the ConText reading of the
     shortest clause of ``text`` that says it (``clauses``, the reader the second stage uses on the same turn): denied
-    ("my eyes aren't red"), unsure, or a relative's ("my husband's eyes are red": no finding of the patient's)."""
+    ("my eyes aren't red"), unsure, or a relative's ("my husband's eyes are red": no finding of the patient's).
+    A "tearing" or "tears" said where no eye is is no watering eye: "it felt like something tearing" is a pain's
+    character (aortic dissection's, NICE CKS Chest pain), "in tears" is crying."""
+    mentions[:] = [m for m in mentions if not (
+        m.base == "symptom" and m.value == "watery eyes" and m.char_end > m.char_start
+        and m.sentence[m.char_start:m.char_end].lower() in ("tearing", "tear", "tears", "teary")
+        and not _EYE.search(m.sentence.lower()))]
     for m in mentions:
         if m.base == "symptom" and m.value == "colored/excess sputum":
             sentence = m.sentence.lower()

@@ -473,9 +473,20 @@ _WORST_HEADACHE = re.compile(
     r"\b(?:headache|head)\b[^!?]{0,200}?\b(?P<c>(?:the\s+)?(?:worst|most painful)\s+(?:pain|thing|agony)\s+(?:of|in)\s+"
     r"(?:my|his|her)\s+life|(?:from\s+)?(?:nothing|zero|0)\s+to\s+(?:ten|10|a ten|unbearable|agony)"
     r"(?:\s+out of\s+(?:ten|10))?"
-    r"\s+in[,\s]+(?:like,?\s+)?(?:a|one|two|a few|seconds|a second|a split second|an instant))", re.I)
+    r"\s+in[,\s]+(?:like,?\s+)?(?:a|one|two|a few|seconds|a second|a split second|an instant)"
+    r"|(?:came on|come on|comes on|hit me|hit|started|peaked|built up|exploded|went off|was at its worst|maxed out)"
+    r"\s+(?:\w+\s+){0,2}?(?:in|within)\s+(?:a few\s+|a couple of\s+|a\s+|one\s+|two\s+|ten\s+|30\s+|\d+\s+)?"
+    r"(?:seconds?|split seconds?|instant|heartbeat|moment))", re.I)
 """A headache told, in its turn, as the worst pain of a life or as reaching its peak in seconds (NICE CG150: a
-thunderclap headache, "sudden-onset headache reaching maximum intensity within 5 minutes")."""
+thunderclap headache, "sudden-onset headache reaching maximum intensity within 5 minutes"): "it came on in seconds",
+"hit me within a couple of seconds"."""
+
+_THROAT_CLOSING = re.compile(
+    r"\b(?:throat|airway|windpipe)(?:['’]s)?\b(?:\W+(?!(?:not|no|isn't|wasn't|never)\b)\w+){0,5}?\W+"
+    r"(?P<c>closing(?:\s+up|\s+over)?|closed(?:\s+up|\s+over)|shutting|shut(?:\s+up|\s+over)|"
+    r"swelling\s+shut|swelled\s+shut|swollen\s+shut)\b", re.I)
+"""A throat felt to be closing (NHS "Anaphylaxis": "throat ... swelling", "the throat closing"; Resuscitation Council
+UK: the airway's swelling): "my throat feels like it's closing up", said however many words come between."""
 
 _LIPS_SWELLING = re.compile(
     r"\b(?:lips?|tongue|mouth)(?:['’]s)?\s+(?:(?:has|have|had|is|are|was|were|went|gone|got|getting|all|just|really|"
@@ -683,6 +694,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_NO_SENSE, "symptom:confusion"),
     (_CANCER_TREATMENT, "medication:chemotherapy"),
     (_LIPS_SWELLING, "symptom:angioedema"),
+    (_THROAT_CLOSING, "symptom:angioedema"),
     (_BIGGER_THAN_OTHER, "symptom:swelling"),
     (_SUFFERING_WITH, "symptom:pain"),
     (_WORST_HEADACHE, "symptom:thunderclap headache"),

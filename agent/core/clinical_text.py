@@ -921,8 +921,10 @@ days week weeks the breakfast lunch lunchtime dinner dinnertime tea teatime supp
 wednesday thursday friday saturday sunday weekend""".split())
 """Words of a time said before the relative a guardian speaks for ("Since this morning my grandad ...")."""
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
-_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|in (?:his|her) (?:\w+ties|teens)"
-                          r"|years ago|used to|runs in|history of|when (?:he|she) was|for (?:many )?years|for ages"
+_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|"
+                          r"in (?:his|her) (?:\w+ties|teens)"
+                          r"|years ago|last year|years back|used to|runs in|history of|when (?:he|she) was"
+                          r"|for (?:many )?years|for ages"
                           r"|all (?:his|her) life|long[- ]standing)\b", re.I)
 # The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
 # patient and the relative is family history.
@@ -1041,7 +1043,9 @@ def proxy_subject(text: str) -> str | None:
     if (speakers - {head}) & _BLOOD_RELATIVES:
         return None  # a list of the speaker's relatives is a family history ("my dad has ..., and my sister had ...")
     first_clause = re.split(r"[,;.!?]|\band\b", text, maxsplit=1)[0]  # "my wife says I snore, ..."
-    told = text[:event.start()] if (event := ANOTHER_EVENT.search(text)) else text  # "..., and she moved in with
+    event = next((e for e in ANOTHER_EVENT.finditer(text)
+                  if re.search(r"\b(?:he|she|they)\b", e.group(), re.I)), None)
+    told = text[:event.start()] if event else text  # "..., and she moved in with
     if head not in GUARDED or not _PRESENT.search(text) or any(  # us ten years ago": no past of the illness
             p.search(told) for p in (_FAMILY_PAST, _OWN_COMPLAINT)) or _REPORTS_ON_ME.search(first_clause):
         return None

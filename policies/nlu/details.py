@@ -40,6 +40,13 @@ _PAIRED_ORGAN = re.compile(r"\b(?:eyes?|ears?|facial|face|hearing|visual|vision|
                            r"floaters)\b", re.I)
 """A symptom of an organ we have two of, or one side of (the face): which side is what a clinician asks first (a
 right facial palsy, a red left eye, hearing gone in the left ear), so a side said with it is its location."""
+_AT_REST = re.compile(
+    r"\b(?:at rest|(?:while|when|as)\s+(?:i\s+was\s+|i'm\s+|i\s+am\s+|he\s+was\s+|she\s+was\s+)?(?:just\s+)?"
+    r"(?:resting|sitting|sat|lying|laid|watching|reading|asleep|sleeping|in bed|in my chair|doing nothing)|"
+    r"sitting (?:down|still|quietly)|sat (?:down|still|in my chair)|lying (?:down|in bed)|"
+    r"doing nothing|not doing anything|woke me|wakes me|woken me)\b", re.I)
+"""A pain come while at rest (NICE CG95: "pain at rest"), not on exertion."""
+
 _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
 """A sentence that names no symptom and denies or clears a place ("My eyes are fine.", "Not my arms.") places nothing:
 the numbness said before is not in the eyes."""
@@ -326,6 +333,23 @@ class DetailReader:
                     if not _names_the_place(m.value, x)]
             if said:
                 set_attr(frame.item("symptom", m.value, mention_status(m)), "location", said)
+
+    @staticmethod
+    def pain_at_rest(frame: Frame, mentions: list[Mention]) -> None:
+        """A chest pain that came while the patient was at rest ("while I was sitting watching telly", "it woke me")
+        is also MediTOD's ``chest pain rest``: angina at rest is unstable (NICE CG95 1.1.1.1, an acute coronary
+        syndrome's presentation), which a pain brought on by exertion is not. Said in the pain's own sentence."""
+        part = segments(mentions)
+        for m in mentions:
+            if m.base != "symptom" or m.value != "chest pain" or m.status != "positive":
+                continue
+            said = part.get(id(m), m.sentence)
+            if _AT_REST.search(said) or _AT_REST.search(m.sentence):
+                item = frame.item("symptom", "chest pain", "positive")
+                rest = frame.item("symptom", "chest pain rest", "positive")
+                for k in ("onset", "duration"):
+                    if k in item and k not in rest:
+                        rest[k] = item[k]
 
     @staticmethod
     def name_angioedema(frame: Frame, mentions: list[Mention]) -> None:

@@ -968,3 +968,33 @@ def test_a_denied_bladder_is_no_retention_and_a_life_events_time_is_not_the_comp
     session = talk(store, "Mum's been hot and feverish and muddled since this morning, and she moved in with us "
                           "ten years ago.")
     assert "fever_with_confusion" in {f["id"] for f in session.state().red_flags}
+
+
+def test_chest_pain_begun_at_rest_today_is_an_emergency_but_exertional_pain_is_not(store):
+    """NICE CG95: pain at rest is an acute coronary syndrome's presentation; a pain on exertion that rest relieves is
+    stable angina's. Both in words written for this test."""
+    rest = talk(store, "About forty minutes ago this ache came across my chest while I was lying on the sofa.")
+    assert "acute_coronary_syndrome" in {f["id"] for f in rest.state().red_flags}
+    effort = talk(store, "My chest aches when I push the mower uphill and settles after a couple of minutes' rest.")
+    assert "acute_coronary_syndrome" not in {f["id"] for f in effort.state().red_flags}
+
+
+@pytest.mark.parametrize(("said", "slot", "value"), [
+    ("I cycle to work every day and play squash on Thursdays.", "habit", "regular exercise"),
+    ("The kids are poorly with it and my husband's got it as well.", "exposure", "sick person"),
+    ("I take Adalat for my blood pressure.", "medication", "calcium channel breaker"),
+    ("I'm on Elleste since the menopause.", "medication", "hormone intake"),
+])
+def test_exercise_a_sick_household_and_medicines_by_brand(store, said, slot, value):
+    """Exercise as patients report it (NHS activity guidelines), others with the same illness (a sick contact), and
+    medicine brands of classes MediTOD codes (BNF 2.6.2, 6.4.1.1)."""
+    state = talk(store, "I've had a bad stomach since Tuesday.", said).state().patient_state
+    assert status_of(state, slot, value) == "positive", state
+
+
+def test_feeling_faint_is_no_blackout_for_the_screen(store):
+    """"I felt a bit faint in the lift" is presyncope (NICE CKS Blackouts), for the screen as for the NLU: no syncope
+    flag, where "I passed out" raises it."""
+    felt = talk(store, "I felt a bit faint in the lift this morning.").state()
+    assert "syncope" not in {f["id"] for f in felt.red_flags}
+    assert status_of(felt.patient_state, "symptom", "presyncope") == "positive", felt.patient_state

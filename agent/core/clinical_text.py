@@ -235,7 +235,12 @@ def conversation_rules() -> list[Any]:
 
 
 NEAR_MISS_CUES = ("nearly", "almost", "about to", "going to", "gonna", "close to", "on the verge of", "like i might",
-                  "like i'd", "like i would", "want to", "wanted to", "like i need to")
+                  "like i'd", "like i would", "want to", "wanted to", "like i need to",
+                  # "faint" felt, not fainted (NICE CKS Blackouts: presyncope): "I feel a bit faint", "came over all
+                  # faint"
+                  *(f"{verb} {degree}".strip() for verb in ("feel", "feels", "felt", "feeling", "came over all",
+                                                             "come over all", "went all", "gone all")
+                    for degree in ("", "a bit", "a little", "really", "very", "so", "quite", "a bit of a")))
 """Words that make an event a near miss: "I nearly passed out", "I thought I was going to faint", "close to blacking
 out", "light-headed, like I might keel over", "I feel like I want to vomit" say it did not happen. Not "might" alone
 (doubt whether it happened: "I might have fainted") nor "would" alone (a habit: "I would faint every morning")."""

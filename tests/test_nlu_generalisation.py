@@ -998,3 +998,34 @@ def test_feeling_faint_is_no_blackout_for_the_screen(store):
     felt = talk(store, "I felt a bit faint in the lift this morning.").state()
     assert "syncope" not in {f["id"] for f in felt.red_flags}
     assert status_of(felt.patient_state, "symptom", "presyncope") == "positive", felt.patient_state
+
+
+@pytest.mark.parametrize("said", [
+    "My neighbour was vomiting blood before Christmas, he's fine now, I'm only here about my ears.",
+    "My manager's going to kill me for being off again, so I need a note for my back.",
+])
+def test_someone_elses_sign_and_an_idiom_of_being_killed_raise_nothing(store, said):
+    """A friend's, a colleague's or a neighbour's sign is theirs (ConText FAMILY: someone else), and "X is going to
+    kill me" is the patient's fear in an idiom, no threat to others."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert not flags & {"gastrointestinal_bleeding", "harm_to_others"}, flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    ("I wake up with the bedsheets wringing wet with sweat most nights.", "symptom", "night sweats", "positive"),
+    ("I've been hacking up thick yellowy gunk since the weekend.", "symptom", "colored/excess sputum", "positive"),
+    ("Out of the blue a swarm of little dots appeared in my left eye.", "symptom", "floaters", "positive"),
+    ("I'm twenty-eight weeks and my ankles are puffy.", "medical_history", "pregnancy", "positive"),
+])
+def test_night_sweats_phlegm_floaters_and_a_pregnancy_told_in_everyday_words(store, said, slot, value, status):
+    """Sweats of the night (NHS "Night sweats"), phlegm told as what is brought up, floaters as a swarm of dots (NHS
+    "Floaters"), and a pregnancy told by its week in words: each read."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+def test_a_medicine_only_asked_about_is_not_taken(store):
+    """"I'm thinking about asking for HRT" names a medicine the patient does not take (the guide records what is
+    taken or was taken)."""
+    state = talk(store, "My hot flushes are awful and I'm thinking about going on HRT.").state().patient_state
+    assert status_of(state, "medication", "hormone intake") is None, state

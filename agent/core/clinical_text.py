@@ -91,10 +91,16 @@ def conversation_rules() -> list[Any]:
     # Kin words medspaCy's FAMILY cue lacks (British and familiar forms): a relative who has the condition owns it.
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
+    # ... and a friend, a colleague or a neighbour ("my friend was coughing up blood last year"): someone else's
+    rules.append(ConTextRule("someone else", "FAMILY", direction="FORWARD", pattern=[
+        {"LOWER": {"IN": ["my", "our", "a", "his", "her"]}},
+        {"LOWER": {"IN": sorted(OTHER_PEOPLE | {f"{p}s" for p in OTHER_PEOPLE})}},
+        {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
     # A relative who only reports ("my wife says I snore", "my son noticed I was muddled") does not own what they
     # report: the longer PSEUDO match removes the FAMILY cue it contains.
     rules.append(ConTextRule("relative reports", "FAMILY", direction="PSEUDO", pattern=[
-        {"LOWER": "my", "OP": "?"}, {"LOWER": {"IN": list(RELATIVES)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"},
+        {"LOWER": "my", "OP": "?"}, {"LOWER": {"IN": sorted(RELATIVES | OTHER_PEOPLE)}},
+        {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"},
         {"LOWER": {"IN": ["has", "had", "keeps", "always", "just", "then", "also"]}, "OP": "?"},
         {"LOWER": {"IN": list(REPORTING_VERBS)}}]))
     # "I can't stop coughing", "I couldn't keep food down": an inability is no denial (medspaCy's "n't" cue would
@@ -260,6 +266,11 @@ CONTINUING_VERBS = ["keep", "keeps", "kept", "keeping", "started", "start", "sta
                     "ended", "end", "ends", "get", "gets", "got", "getting", "feel", "feels", "felt"]
 """Verbs that open a new predicate with its subject left out ("... and kept being sick", "... and now get chest
 pain"): what follows them is said to happen."""
+
+OTHER_PEOPLE = frozenset("""friend mate colleague workmate coworker boss neighbour neighbor flatmate housemate
+roommate""".split())
+"""People of the patient's life outside the family: what they have is theirs (ConText FAMILY, "someone else"), no
+family history and not the patient's."""
 
 KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
 father-in-law mother-in-law lad lass bairn wean""".split())

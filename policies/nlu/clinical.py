@@ -48,6 +48,7 @@ from policies.nlu.mentions import (
     resolve_drug_reaction,
     resolve_eye,
     resolve_faint_and_dribble,
+    resolve_night_sweats,
     resolve_pain,
     segments,
     someone_elses,
@@ -144,6 +145,7 @@ class ClinicalNLU:
         resolve_blood(mentions, text, state)
         resolve_after_the_change(mentions, text)
         resolve_faint_and_dribble(mentions)
+        resolve_night_sweats(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)
         self.details.denied_elsewhere(frame, mentions, sents)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from agent.core.clinical_text import ClauseReader, PhraseFinder, singular
+from agent.core.clinical_text import OTHER_PEOPLE, ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES, part_members, site_of
 from policies.nlu import attributes as attr
@@ -135,6 +135,8 @@ class MentionFinder:
                 base = "medical_history"  # "I used to self-harm at school": the patient's history, not now
             if base == "symptom" and status == "negative" and _CIRCUMSTANCE.search(before):
                 continue  # "no phlegm when I cough": the cough is when, not what is denied
+            if base == "medication" and _ONLY_CONSIDERED.search(f.sentence[:f.char_start]):
+                continue  # "I'm wondering about HRT", "could I try the pill?": a medicine asked about, not taken
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
             if base == "habit" and value == "smoking" and status == "positive" and (
@@ -203,7 +205,7 @@ _SIMILE_BEFORE = re.compile(r"\b(?:(?:like|as if|as though|the colou?r of|colou?
 """A habit, drug or exposure word in a simile ("it looked like coffee grounds", "sticky like tar"): the patient
 describes what they saw or felt by it; they do not say they drink, take or met it."""
 NO_BLOOD_KIN = frozenset("""wife husband partner boyfriend girlfriend fiance fiancee spouse stepdad stepmum stepmom
-stepfather stepmother father-in-law mother-in-law""".split())
+stepfather stepmother father-in-law mother-in-law""".split()) | OTHER_PEOPLE
 """The people of the patient's family who share no blood with them: their illnesses are no family history (a
 contact's passing illness is an exposure)."""
 _LIKENESS_BEFORE = re.compile(r"\b(?:like|as if|as though)\s+(?:i|i'm|i am|i was|i've|i have|i had|i've got|he|he's|"
@@ -318,6 +320,15 @@ _PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tubercu
                               r"glandular fever|mumps|whooping cough|pertussis|strep", re.I)
 """An illness that passes between people: someone else's is a sick contact (an exposure), a lasting one is nobody's
 in the patient's state."""
+
+_ONLY_CONSIDERED = re.compile(
+    r"\b(?:wonder(?:ing|ed)?\s+(?:about|if|whether)|thinking\s+(?:about|of)|think(?:ing)?\s+about\s+(?:trying|going\s+on)|"
+    r"ask(?:ing|ed)?\s+(?:about|for)|consider(?:ing)?|interested\s+in|heard\s+(?:about|of)|read\s+about|"
+    r"(?:could|can|should|would|might)\s+(?:i|we|he|she)\s+(?:try|have|get|start|go\s+on|take|be\s+put\s+on)|"
+    r"want(?:ed)?\s+to\s+(?:try|start|go\s+on|get|ask\s+about)|would\s+like\s+(?:to\s+(?:try|start|go\s+on)\s+)?|"
+    r"what\s+about|how\s+about|is\s+there\s+any)\b(?:\W+\w+){0,3}?\W*$", re.I)
+"""Words before a medicine that make it one asked about or considered, not taken ("so I'm wondering about HRT",
+"could I try the pill?"): MediTOD's guide records medications the patient takes or took."""
 
 _DRUG = "drug:"
 # A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took
@@ -653,6 +664,21 @@ def resolve_faint_and_dribble(mentions: list[Mention]) -> None:
             m.value = "presyncope"
         elif m.value == "sialorrhea" and said.startswith("dribbl") and _URINE_AROUND.search(m.sentence):
             m.value = "difficulty passing urine"
+
+
+_AT_NIGHT = re.compile(r"\b(?:at night|every night|each night|most nights|in the night|during the night|overnight|"
+                       r"night-?time|nightly|in bed|in my sleep|wake up|woke up|waking up|the sheets|my sheets|"
+                       r"the bed|my pillow)\b", re.I)
+
+
+def resolve_night_sweats(mentions: list[Mention]) -> None:
+    """A sweating said of the night ("I'm drenched in sweat every night", "I wake up soaked through") is night sweats
+    (NHS Health A-Z "Night sweats"), the sign of infection and cancer the red-flag rules ask for, not a daytime
+    sweating; said in the sweating's own sentence."""
+    for m in mentions:
+        if m.base == "symptom" and m.value == "hyperhidrosis" and m.status != "negative" and _AT_NIGHT.search(
+                m.sentence):
+            m.value = "night sweats"
 
 
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:

@@ -196,6 +196,14 @@ _EAR_DISCHARGE = re.compile(rf"\bears?\b{_OUT_OF}(?:it|them|her ear|his ear|my e
                             rf"(?:her|his|my|the|their|that)\s+(?:left\s+|right\s+)?ears?)\b", re.I)
 """A discharge told as what comes out of the ear, named before ("her ear ... yellowy stuff coming out of it") or after
 ("gunk leaking from his ear"): the ear's discharge (NHS "Ear infections")."""
+_COUGHED_UP = re.compile(
+    r"\b(?:bring(?:ing|s)?|brought|cough(?:ing|ed|s)?|hack(?:ing|ed)?|spit(?:ting)?|hawk(?:ing|ed)?)\s+up\s+"
+    r"(?P<c>(?:(?:this|that|some|a\s+lot\s+of|lots\s+of|loads\s+of|horrible|thick|sticky|nasty|gross)\s+)*"
+    r"(?:(?:green|greeny|yellow|yellowy|brown|browny|grey|white|clear|frothy)\s+)*"
+    r"(?:muck|gunk|goo|gunge|slime|crud|gloop|snot|mucus|phlegm|stuff|green|yellow|brown|grey))\b", re.I)
+"""Phlegm told as what is coughed or brought up ("bringing up this green muck every morning"; NHS "Chest infection":
+"coughing up yellow or green mucus"), in the words patients use for it; blood coughed up is hemoptysis's."""
+
 _EAR_NOISE = (
     # "a whooshing noise in my ear", "ringing in both ears"
     re.compile(rf"\b(?P<c>{_SOUND}|(?:a\s+)?noises?|(?:a\s+)?sounds?)(?:\s+(?:noise|noises|sound|sounds))?\s+"
@@ -270,6 +278,9 @@ _FLOATING_SPECKS = (
     # "spots in my vision", "cobwebs across my sight" (a speck "in my eye" is dirt: the vision or sight, or drifting)
     re.compile(rf"\b(?P<c>{_SPECK})\s+(?:in|across|over|before|in front of)\s+(?:(?:my|the|his|her)\s+)?"
                rf"(?:(?:left|right)\s+)?(?:vision|sight|eyesight|field of (?:vision|view))\b", re.I),
+    # "a shower of black specks in one eye" (NHS "Floaters": "a sudden shower of floaters"): many at once are no grit
+    re.compile(rf"\b(?P<c>(?:shower|burst|cloud|flurry|swarm|rash)\s+of\s+(?:[\w'’]+\s+){{0,2}}?(?:{_SPECK}))\b",
+               re.I),
 )
 """Floaters as the NHS describes them ("dots or lines (floaters) suddenly appear in your vision"): specks that drift,
 or specks in the vision. A speck "in my eye" is grit, not a floater, so it takes the vision or a drift."""
@@ -653,7 +664,9 @@ DYED = frozenset({"hematuria", "melena", "rectal bleeding", "dark urine"})
 
 _WEEKS_PREGNANT = re.compile(
     r"\b(?:i'?m|i am|she'?s|she is|we'?re|at|now)\s+(?:about\s+|around\s+|nearly\s+|almost\s+|just over\s+)?"
-    r"(?P<c>(?:[4-9]|[1-3]\d|4[0-2]|six|seven|eight|nine|ten|eleven|twelve|fourteen|sixteen|twenty|thirty)"
+    r"(?P<c>(?:[4-9]|[1-3]\d|4[0-2]|(?:twenty|thirty)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|"
+    r"forty(?:[- ](?:one|two))?|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+    r"eighteen|nineteen)"
     r"(?:\s*\+\s*\d)?\s+weeks)(?!\s+(?:ago|old|of|since|now|later|running|in a row|off|at|on|late|overdue|post\S*|"
     r"after|out|into|behind|"
     r"clean|sober|dry))\b", re.I)
@@ -699,6 +712,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_SUFFERING_WITH, "symptom:pain"),
     (_WORST_HEADACHE, "symptom:thunderclap headache"),
     (_EAR_DISCHARGE, "symptom:ear discharge"),
+    (_COUGHED_UP, "symptom:colored/excess sputum"),
     (_SLEEP_LOST, "symptom:insomnia"),
     (_CHEST_WEIGHT, "symptom:chest pain"),
     (_OVERDOSE, "symptom:self-harm"),

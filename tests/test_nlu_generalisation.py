@@ -1029,3 +1029,15 @@ def test_a_medicine_only_asked_about_is_not_taken(store):
     taken or was taken)."""
     state = talk(store, "My hot flushes are awful and I'm thinking about going on HRT.").state().patient_state
     assert status_of(state, "medication", "hormone intake") is None, state
+
+
+def test_a_troubled_part_told_of_the_person_is_a_pain_there_and_a_weeks_long_ache_is_no_torsion(store):
+    """"I've been having bother with my left knee" is a pain at the knee, and a possessed "back" before "again" is the
+    body part; a scrotal ache of months that comes and goes is not the sudden pain of a torsion (NICE CKS), so the
+    emergency is at most "possible"."""
+    state = talk(store, "I've been having bother with my left knee since the spring.").state().patient_state
+    places = [p for _, it in cmas.slot_items(state, "symptom") for p in it.get("location") or []]
+    assert any("knee" in p for p in places), state
+    flags = {f["id"]: f["level"] for f in talk(
+        store, "There's been a niggly ache in my right testicle on and off for about two months.").state().red_flags}
+    assert flags.get("testicular_torsion") in (None, "possible"), flags

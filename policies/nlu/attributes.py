@@ -524,6 +524,7 @@ _ADVERB_BACK_BEFORE = re.compile(
     r"look|thinking|think|way|years?|months?|weeks?|days?|while|ago|put|gave|give|paid|pay|held|hold|fought|turned|"
     r"headed|heading|travelled|traveled)\s+$")
 _ADVERB_BACK_AFTER = re.compile(r"^\s+(?:from|home|then|again|and forth)\b")
+_OWNED = re.compile(r"\b(?:my|his|her|your|their|our|me|bad|sore|dodgy|lower|upper)\s+$", re.I)
 
 
 def not_the_back(text: str, start: int, end: int) -> bool:
@@ -531,6 +532,8 @@ def not_the_back(text: str, start: int, end: int) -> bool:
     back", "back home", "a few years back". Said after a verb of going or returning or a time, or before "from",
     "home", "then" or "again"; anything else is the body part, as before ("my back", "a bad back", "back pain")."""
     if text[start:end] != "back":
+        return False
+    if _OWNED.search(text[:start]):  # "I'm bad with my back again": a possessed back is the body part
         return False
     return bool(_ADVERB_BACK_BEFORE.search(text[:start]) or _ADVERB_BACK_AFTER.search(text[end:]))
 

@@ -421,6 +421,13 @@ _TROUBLE_FROM = re.compile(
     r"(?:real\s+|some\s+|a lot of\s+|no end of\s+|terrible\s+|such\s+)?"
     r"(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip)|playing\s+up|"
     r"(?:been\s+)?killing\s+(?:me|him|her))\b", re.I)
+_TROUBLE_WITH = re.compile(
+    r"\b(?P<c>(?:bad|trouble|troubled|problems?|bother|bothered|issues?|martyr|suffering|plagued)\s+(?:again\s+)?"
+    r"(?:with|from|by)\s+(?:my|his|her|their|the|me)\s+(?:(?:left|right|bad|dodgy|lower|upper)\s+)?"
+    r"(?:back|neck|knees?|hips?|shoulders?|legs?|arms?|feet|foot|ankles?|wrists?|hands?|elbows?|joints?|jaw|side))\b",
+    re.I)
+"""The same trouble told of the person ("I'm bad with my back again", "I've had trouble with my hip since Christmas",
+"a martyr to my knees"): a pain at the part named; the place is read from the words as for any pain."""
 """A part that troubles its owner, in the idioms of British and American speech ("my back's been giving me real grief",
 "my knees have been playing up", "my feet are killing me"): a pain there (the MediTOD held-out dialogue's "knees giving
 me trouble" is its joint pain)."""
@@ -682,6 +689,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     *_FACULTY_GONE,
     (_A_FIT, "symptom:seizure"),
     (_TROUBLE_FROM, "symptom:pain"),
+    (_TROUBLE_WITH, "symptom:pain"),
     (_WEIGHT_LOST, "symptom:unexplained weight loss"),
     *((p, "symptom:visual impairment") for p in _BLURRED_SIGHT),
     *((p, "symptom:vision loss") for p in _FIELD_LOST),

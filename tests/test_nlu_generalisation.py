@@ -1041,3 +1041,16 @@ def test_a_troubled_part_told_of_the_person_is_a_pain_there_and_a_weeks_long_ach
     flags = {f["id"]: f["level"] for f in talk(
         store, "There's been a niggly ache in my right testicle on and off for about two months.").state().red_flags}
     assert flags.get("testicular_torsion") in (None, "possible"), flags
+
+
+def test_a_nuisance_called_a_pain_in_the_neck_is_no_pain_and_a_threat_near_a_named_person_stays_the_patients(store):
+    """"My landlord is an absolute pain in the neck" is the idiom (no neck pain, nothing to raise with a nausea); a
+    threat said after naming a neighbour is still the patient's own (the "someone else" cue reaches only its
+    clause)."""
+    session = talk(store, "I've felt queasy all week. My landlord is an absolute pain in the neck about the rent.")
+    state = session.state()
+    assert not any(it.get("location") == ["neck"] for _, it in cmas.slot_items(state.patient_state, "symptom"))
+    assert "acute_coronary_syndrome_beyond_chest" not in {f["id"] for f in state.red_flags}
+    flags = {f["id"] for f in talk(store, "I'm that fed up with my flatmate I reckon I'm going to stab him "
+                                          "tonight.").state().red_flags}
+    assert "harm_to_others" in flags, flags

@@ -92,7 +92,8 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("kin", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": sorted(KIN)}}, {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))
     # ... and a friend, a colleague or a neighbour ("my friend was coughing up blood last year"): someone else's
-    rules.append(ConTextRule("someone else", "FAMILY", direction="FORWARD", pattern=[
+    # (a short scope: "I'm so wound up with my neighbour I swear I'm going to kill him" is the patient's own threat)
+    rules.append(ConTextRule("someone else", "FAMILY", direction="FORWARD", max_scope=5, pattern=[
         {"LOWER": {"IN": ["my", "our", "a", "his", "her"]}},
         {"LOWER": {"IN": sorted(OTHER_PEOPLE | {f"{p}s" for p in OTHER_PEOPLE})}},
         {"LOWER": {"IN": ["'s", "’s"]}, "OP": "?"}]))

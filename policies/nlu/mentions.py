@@ -84,6 +84,8 @@ class MentionFinder:
                 value = "regular energy drinks"  # "four energy drinks a day", read as drinks a day
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
+            if base == "symptom" and _IDIOM_PAIN.search(f.sentence[max(0, f.char_start - 30):f.char_end + 25]):
+                continue  # "my new manager is a real pain in the neck": a nuisance, no pain
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             if base == "symptom" and value in DYED and f.status == "positive" and DYED_BY.search(f.sentence):
@@ -195,6 +197,11 @@ _VACCINE_AFTER = re.compile(r"^\W*(?:jabs?|shots?|vaccines?|vaccinations?|vaccin
                             re.I)
 """A vaccine word right after a condition's name ("flu jab", "covid booster"): the immunisation, not the illness."""
 IMMUNIZATION = "immunization"  # MediTOD's medical-history value for vaccinations
+
+_IDIOM_PAIN = re.compile(r"\b(?:is|'s|’s|are|was|were|be|being)\s+(?:a|an|such a|a real|a right|an absolute|a total|"
+                         r"a bit of a|a proper)\s+(?:real\s+|right\s+|absolute\s+|total\s+)?pain\s+in\s+(?:the|my|his|"
+                         r"her)\s+(?:neck|arse|ass|backside|butt|bum|rear)\b", re.I)
+"""Someone or something that "is a pain in the neck" is a nuisance (the idiom), not a pain anywhere."""
 
 _DONE_OR_TAKEN = ("habit", "medication", "exposure")
 _SIMILE_BEFORE = re.compile(r"\b(?:(?:like|as if|as though|the colou?r of|colou?red like|resembl(?:es|ed|ing))\s+"

@@ -144,8 +144,8 @@ def repaired(text: str) -> str:
             x = [*x[:at], core[0].strip(".,"), *x[at + 1:]]  # one word swapped, the rest of the phrase kept
         else:
             x = [*x[:at], *(core if _kind(core[0]) is not None and _kind(x[at]) == _kind(core[0]) else y)]
-        lead = " " if x_start and before[x_start:x_start + 1] == " " else ""
-        fixed = before[:x_start] + lead + " ".join([*opening, *kept, *x])
+        space = " " if x_start and before[x_start:x_start + 1] == " " else ""
+        fixed = before[:x_start] + space + " ".join([*opening, *kept, *x])
         text = fixed + after[len(y_text):]
         start = len(fixed)
     return text

@@ -1054,3 +1054,14 @@ def test_a_nuisance_called_a_pain_in_the_neck_is_no_pain_and_a_threat_near_a_nam
     flags = {f["id"] for f in talk(store, "I'm that fed up with my flatmate I reckon I'm going to stab him "
                                           "tonight.").state().red_flags}
     assert "harm_to_others" in flags, flags
+
+
+def test_a_reply_about_a_medicine_taken_for_one_month_answers_none_of_the_asked_symptoms(store):
+    """"I've been on ibuprofen for my hip, two a day, for one month or so" names a medicine: its "one" (a number) is
+    no pointing back at the question, so none of the symptoms the doctor screened for becomes positive."""
+    asked, before, after = _answer_to(store, "My poo has gone black and tarry since Friday.",
+                                      "I've been on ibuprofen for my hip, two a day, for one month or so.")
+    assert asked
+    for base, value in asked:
+        if cmas.SLOTS[base].medical and status_of(before, base, value) is None:
+            assert status_of(after, base, value) is None, (base, value, after)

@@ -128,7 +128,10 @@ _NEGATED_VERB = re.compile(
     r"([a-z']+)")
 _POINTS_THERE = re.compile(r"\b(?:there|that spot|that area|that side|that way|it does|it do|they do|both)\b", re.I)
 """A reply that points at the asked place ("it goes there", "it does"): it answers where the question asked."""
-_REFERS_BACK = re.compile(r"\s+(?:it|them|that|those|this|these|one|any|either)\b")
+_OBJECT_AFTER = re.compile(r"\s+(?:it|them|that|those|this|these|one|any|either)\b")
+"""The object after a negated verb that keeps it the question's no ("I don't get them", "I haven't had one"). Its own
+name: :data:`_REFERS_BACK` (a reply pointing back at the question) had been shadowed by this one, so the "one" of "for
+about one month" made a reply about a medicine answer the symptoms asked."""
 _HAVING = frozenset("""have had has having got get gets getting noticed notice seen see felt feel feeling experienced
 experience been think believe know recall remember suffer suffered really ever usually always often any anything so
 that either no not much""".split())
@@ -335,7 +338,7 @@ class AnswerReader:
         whose object refers back ("I haven't checked it")."""
         t = re.sub(r"^(?:(?:oh|well|so|okay|ok|hmm|and|um|uh)\b[,.\s]*)+", "", attr.clean(text))
         m = _NEGATED_VERB.match(t)
-        if m is None or m.group(1) in _HAVING or _REFERS_BACK.match(t[m.end():]):
+        if m is None or m.group(1) in _HAVING or _OBJECT_AFTER.match(t[m.end():]):
             return False  # "I haven't checked it" to "did you take your temperature?": it is the asked thing
         asked = {word_stem(w) for w in re.findall(r"[a-z']+", doctor.lower())}
         return word_stem(m.group(1)) not in asked

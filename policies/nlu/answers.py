@@ -126,8 +126,6 @@ _FIRST_WORD = re.compile(r"\s+([a-z']+)")
 _NEGATED_VERB = re.compile(
     r"^(?:i\s+)?(?:don't|do not|didn't|did not|haven't|have not|hadn't|had not|can't|cannot|can not|won't)\s+"
     r"([a-z']+)")
-_POINTS_THERE = re.compile(r"\b(?:there|that spot|that area|that side|that way|it does|it do|they do|both)\b", re.I)
-"""A reply that points at the asked place ("it goes there", "it does"): it answers where the question asked."""
 _OBJECT_AFTER = re.compile(r"\s+(?:it|them|that|those|this|these|one|any|either)\b")
 """The object after a negated verb that keeps it the question's no ("I don't get them", "I haven't had one"). Its own
 name: :data:`_REFERS_BACK` (a reply pointing back at the question) had been shadowed by this one, so the "one" of "for

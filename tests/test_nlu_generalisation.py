@@ -1065,3 +1065,15 @@ def test_a_reply_about_a_medicine_taken_for_one_month_answers_none_of_the_asked_
     for base, value in asked:
         if cmas.SLOTS[base].medical and status_of(before, base, value) is None:
             assert status_of(after, base, value) is None, (base, value, after)
+
+
+@pytest.mark.parametrize("said", [
+    "I reckon I've picked up a kidney infection, that's what it feels like.",
+    "I think I'm having an asthma attack or maybe a chest infection.",
+])
+def test_a_diagnosis_the_patient_proposes_is_not_recorded_as_had(store, said):
+    """"I reckon I've picked up ..." proposes a diagnosis, by phrase or found by meaning: unknown, never positive (the
+    history tests it)."""
+    state = talk(store, said).state().patient_state
+    had = [it.get("value") for it in state.get("positive_medical_history") or []]
+    assert not had, state

@@ -43,6 +43,7 @@ from policies.nlu.mentions import (
     NO_BLOOD_KIN,
     Mention,
     MentionFinder,
+    a_guess,
     resolve_after_the_change,
     resolve_blood,
     resolve_drug_reaction,
@@ -215,7 +216,10 @@ class ClinicalNLU:
                 continue
             if relation in NO_BLOOD_KIN:
                 continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)
-            out.append(Mention(h.base, h.value, h.status, -1, -1, relation, sentence=h.clause))
+            status = h.status
+            if h.base == "medical_history" and status == "positive" and a_guess(h.clause):
+                status = "unknown"  # "I think I'm having a gastric ulcer": the patient's guess, as for a phrase
+            out.append(Mention(h.base, h.value, status, -1, -1, relation, sentence=h.clause))
         return out
 
     def _relatives_answer(self, frame: Frame, text: str, mentions: list[Mention], asked: list,

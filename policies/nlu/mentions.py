@@ -224,12 +224,24 @@ _GUESS_BEFORE = re.compile(
     r"\b(?:(?:it'?s|it is|it was|it'll be|this is|must be|probably|likely|prob)\s+(?:probably\s+|likely\s+|only\s+)?"
     r"(?:just|only|nothing but)|(?:i|we)\s+(?:think|thought|reckon|reckoned|guess|guessed|assumed|assume|figured|hope|"
     r"hoped)\s+(?:it'?s|it is|it was|it'd be|it might be|it could be|it must be|(?:he|she)'?s|(?:he|she) (?:is|was|had|"
-    r"has)|(?:he|she)'?d|(?:he|she) just had)\s+(?:probably\s+|only\s+|just\s+)?|(?:could|might|may)\s+(?:just\s+)?be"
+    r"has)|(?:he|she)'?d|(?:he|she) just had|i'?m having|i am having|i might have|i may have|i might be having|"
+    r"i'?ve (?:got|picked up|caught)|i (?:have|got|caught))(?:\s+(?:probably|only|just))?"
+    r"|(?:could|might|may)\s+(?:just\s+)?be"
     r"|probably)\s+(?:a\s+|an\s+|the\s+|some\s+|touch of\s+|a touch of\s+|a bit of\s+|a dose of\s+)?$",
     re.I)
 """The patient's own guess at what it is ("it's probably just flu", "I thought it was just a cold", "could be a
-virus"): a diagnosis the patient proposes, which the history is taken to test, not one they have been given. Recorded
-as unknown, as a condition the patient asks about is; recorded as had, it had made a meningitis story influenza."""
+virus", "I think I'm having a gastric ulcer or gastritis"): a diagnosis the patient proposes, which the history is
+taken to test, not one they have been given. Recorded as unknown, as a condition the patient asks about is; recorded
+as had, it had made a meningitis story influenza."""
+
+_GUESS_IN = re.compile(_GUESS_BEFORE.pattern.removesuffix("$"), re.I)
+
+
+def a_guess(clause: str) -> bool:
+    """Whether ``clause`` proposes a diagnosis as the patient's guess (:data:`_GUESS_BEFORE`, anywhere in it): for a
+    condition found by meaning, whose place in the clause is not known."""
+    return bool(_GUESS_IN.search(clause))
+
 
 _RULED_OUT_BEFORE = re.compile(
     r"\b(?:can'?t|cannot|can not|couldn'?t|could not|won'?t)\s+(?:possibly\s+|really\s+|actually\s+)?be\s+"

@@ -1077,3 +1077,13 @@ def test_a_diagnosis_the_patient_proposes_is_not_recorded_as_had(store, said):
     state = talk(store, said).state().patient_state
     had = [it.get("value") for it in state.get("positive_medical_history") or []]
     assert not had, state
+
+
+def test_an_operation_and_time_in_bed_told_in_passing_are_the_clots_risk_factors(store):
+    """The walkthrough `walk18a` (three weeks after a caesarean, one swollen calf, breathless on the stairs) had read
+    neither the operation nor the weeks in bed, the pulmonary embolism rule's risk factors (NICE NG89); in other
+    words here."""
+    state = talk(store, "My left calf is swollen.", "I had a knee replacement last month and I've been laid up in "
+                                                     "bed most of the time since.").state().patient_state
+    assert status_of(state, "medical_history", "operative surgical procedures") == "positive", state
+    assert status_of(state, "medical_history", "server immobility") == "positive", state

@@ -1087,3 +1087,11 @@ def test_an_operation_and_time_in_bed_told_in_passing_are_the_clots_risk_factors
                                                      "bed most of the time since.").state().patient_state
     assert status_of(state, "medical_history", "operative surgical procedures") == "positive", state
     assert status_of(state, "medical_history", "server immobility") == "positive", state
+
+
+def test_a_tight_chest_at_night_with_a_cough_or_wheeze_is_the_airways_not_angina_at_rest(store):
+    """A chest tight when lying down or waking at night, said with a cough or a wheeze, is the airways' (as the
+    crushing-pain condition reads it): no ACS emergency, where the same pain at rest without them raises it."""
+    flags = {f["id"] for f in talk(store, "For two nights my chest has felt tight when I'm lying in bed, and I've "
+                                          "been coughing and a bit wheezy with it.").state().red_flags}
+    assert "acute_coronary_syndrome" not in flags, flags

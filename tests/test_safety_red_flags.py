@@ -305,6 +305,8 @@ def test_a_headache_with_lost_sight_in_later_life_is_an_emergency(rules):
          r"rules\.0: 'patterns'\.0: not a regular expression"),
         ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [fever]}], min_age: fifty}]",
          "'min_age' must be a whole number of years"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [floaters], initiation: [suddenly]}]}]",
+         "'initiation' must be a list of 'abruptly' and 'gradually'"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):
@@ -426,3 +428,12 @@ def test_a_hospital_stay_is_a_clots_risk_factor_only_when_recent(rules, stay, ra
     unknown or long-past time does not (a COPD exacerbation with last winter's admission had raised the emergency)."""
     state = {"positive_symptom": [{"value": "dyspnea"}], "positive_medical_history": [stay]}
     assert ("pulmonary_embolism" in ids(state, rules)) == raised
+
+
+def test_a_condition_on_how_an_item_came_on(rules):
+    """New floaters said to have come suddenly raise the retinal-detachment rule with no onset told (NICE CKS: a sudden
+    onset of floaters); floaters with neither an onset nor a sudden start do not."""
+    sudden = {"positive_symptom": [{"value": "floaters", "initiation": "abruptly"}]}
+    plain = {"positive_symptom": [{"value": "floaters"}]}
+    assert "retinal_detachment" in {f.id for f in check_red_flags(sudden, rules)}
+    assert "retinal_detachment" not in {f.id for f in check_red_flags(plain, rules)}

@@ -100,6 +100,7 @@ class Condition:
     unless: tuple[str, ...] = ()  # symptoms that, held, explain the item away: a tight chest with a wheeze is asthma's
     onset_unsaid_counts: bool = False  # with max_onset_days: an item whose onset is not yet told counts (recall first)
     with_any: tuple[str, ...] = ()  # symptoms one of which must be held too: retention with back pain
+    initiation: tuple[str, ...] = ()  # how the item came on ("abruptly"): new floaters said to come suddenly
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
     if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level",
-                              "characteristics", "unless", "onset_unsaid_counts", "with_any"}:
+                              "characteristics", "unless", "onset_unsaid_counts", "with_any", "initiation"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -273,8 +274,11 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     unsaid = raw.get("onset_unsaid_counts", False)
     if not isinstance(unsaid, bool) or (unsaid and days is None):
         raise RuleError(f"{where}: onset_unsaid_counts is true or false, and goes with max_onset_days")
+    initiation = raw.get("initiation") or []
+    if not isinstance(initiation, list) or not set(initiation) <= {"abruptly", "gradually"}:
+        raise RuleError(f"{where}: 'initiation' must be a list of 'abruptly' and 'gradually' (how an item came on)")
     return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level, tuple(characteristics),
-                     tuple(unless), unsaid, tuple(with_any))
+                     tuple(unless), unsaid, tuple(with_any), tuple(initiation))
 
 
 _SITED_NAMES = frozenset({"back pain", "leg pain", "arm pain", "neck pain"})
@@ -562,6 +566,8 @@ def _matches(
             if cond.characteristics and not set(cond.characteristics) & set(item.get("positive_characteristics") or []):
                 continue
             if cond.min_severity is not None and ((sev := _severity(item)) is None or sev < cond.min_severity):
+                continue
+            if cond.initiation and item.get("initiation") not in cond.initiation:
                 continue
             days = onset_days(item)
             if cond.max_onset_days is not None and (

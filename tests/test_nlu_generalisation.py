@@ -1095,3 +1095,11 @@ def test_a_tight_chest_at_night_with_a_cough_or_wheeze_is_the_airways_not_angina
     flags = {f["id"] for f in talk(store, "For two nights my chest has felt tight when I'm lying in bed, and I've "
                                           "been coughing and a bit wheezy with it.").state().red_flags}
     assert "acute_coronary_syndrome" not in flags, flags
+
+
+def test_a_medicine_named_by_the_blood_pressure_it_treats_says_the_patient_has_it(store):
+    """"I'm on a pill for my blood pressure" records the treated high blood pressure (the medicine phrase had taken
+    the condition's words), and the medicine is for it; a relative's is neither."""
+    state = talk(store, "My head's been aching for a week.",
+                 "I'm on one pill for my blood pressure and that's it.").state().patient_state
+    assert status_of(state, "medical_history", "hypertensive disease") == "positive", state

@@ -56,6 +56,9 @@ from policies.nlu.mentions import (
 )
 from policies.nlu.observations import DYED, DYED_BY
 
+_PRESSURE_NAMED = re.compile(r"\b(?:blood pressure|bp)\b")
+"""A medicine phrase that names the blood pressure it treats."""
+
 
 @dataclass(frozen=True)
 class Reading:
@@ -154,6 +157,7 @@ class ClinicalNLU:
             item = frame.item(m.base, m.value, mention_status(m))
             if m.base == "family_history" and m.relation:
                 set_attr(item, "relation", m.relation)
+        self._purpose_named(frame, mentions)
         self.details.attributes(frame, mentions, sents, asked)
         self.details.keep_places_apart(frame)
         self.details.details_of_clauses(frame, second, {c.get("type", "") for _, _, cs in asked for c in cs}, sents)
@@ -177,6 +181,19 @@ class ClinicalNLU:
         if slots:
             return Reading(cmas.parse_nlu([{"intent": "inform", "slots": slots}]), from_second)
         return Reading(cmas.parse_nlu([{"intent": self._intent(whole)}]), set())
+
+    @staticmethod
+    def _purpose_named(frame: Frame, mentions: list[Mention]) -> None:
+        """ "I take a tablet for my blood pressure", "a blood pressure tablet": a medicine named by what it treats says
+        the patient has it (a treated high blood pressure, MediTOD's hypertensive disease); the medicine phrase had
+        taken the condition's words. Only the patient's own medicine, said as taken."""
+        for m in mentions:
+            said = m.sentence[m.char_start:m.char_end].lower() if m.char_end > m.char_start else ""
+            if (m.base == "medication" and m.status == "positive" and not m.relation
+                    and _PRESSURE_NAMED.search(said)):
+                if not any(v == "hypertensive disease" for _, v in frame.items):
+                    frame.item("medical_history", "hypertensive disease", "positive")
+                set_attr(frame.item("medication", m.value, "positive"), "respone_to", "hypertensive disease")
 
     def _second_stage(self, text: str, mentions: list[Mention], others: bool = True) -> list[Mention]:
         """Symptoms the lexicon missed, as mentions (no place in a sentence: their details are not read). ``others``:

@@ -80,6 +80,11 @@ def _stem(word: str) -> str:
     return w[:-1] if w.endswith("s") and len(w) > 3 else w
 
 
+def _head(y: list[str]) -> list[str]:
+    """The repair without a leading determiner ("the left one" -> "left one"): what lines up by kind."""
+    return y[1:] if y[0].lower() in _DETERMINERS and len(y) > 1 else y
+
+
 def _replacement(x: list[str], y: list[str], bare_no: bool) -> int | None:
     """Where in the reparandum words ``x`` the repair ``y`` starts replacing (an index into ``x``), or None when the
     two do not line up."""
@@ -93,7 +98,7 @@ def _replacement(x: list[str], y: list[str], bare_no: bool) -> int | None:
             return starts[-1]
     if not bare_no and len(y) <= len(x) and _stem(y[-1]) == _stem(x[-1]):  # "right knee, sorry, left knee"
         return len(x) - len(y)
-    core = y[1:] if first in _DETERMINERS and len(y) > 1 else y
+    core = _head(y)
     kind = _kind(core[0])
     if kind is not None:
         same = [i for i, w in enumerate(x) if _kind(w) == kind]
@@ -138,12 +143,12 @@ def repaired(text: str) -> str:
         at = _replacement(x, y, bare_no=edit_words <= {"no", "nope"})
         if at is None:
             continue
-        core = y[1:] if y[0].lower() in _DETERMINERS and len(y) > 1 else y
-        if _kind(core[0]) is not None and _kind(x[at]) == _kind(core[0]) and (
-                len(core) == 1 or all(w.lower() in _PRO_FORMS for w in core[1:])):
+        core = _head(y)
+        same_kind = _kind(core[0]) is not None and _kind(x[at]) == _kind(core[0])
+        if same_kind and (len(core) == 1 or all(w.lower() in _PRO_FORMS for w in core[1:])):
             x = [*x[:at], core[0].strip(".,"), *x[at + 1:]]  # one word swapped, the rest of the phrase kept
         else:
-            x = [*x[:at], *(core if _kind(core[0]) is not None and _kind(x[at]) == _kind(core[0]) else y)]
+            x = [*x[:at], *(core if same_kind else y)]
         space = " " if x_start and before[x_start:x_start + 1] == " " else ""
         fixed = before[:x_start] + space + " ".join([*opening, *kept, *x])
         text = fixed + after[len(y_text):]

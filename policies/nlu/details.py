@@ -272,11 +272,10 @@ class DetailReader:
                 clause = sentence if carried else part.get(id(m), sentence)
                 found = self.symptom_attributes(clause, m.value, asked_checks, ended)
                 if (event := ANOTHER_EVENT.search(clause)) is not None:  # "... and he retired twenty years ago"
-                    for k in ("onset", "duration"):
-                        if k in found and not (v := getattr(attr, k)(clause[:event.start()], ended=ended)):
-                            found.pop(k)
-                        elif k in found:
-                            found[k] = v
+                    for k in [k for k in ("onset", "duration") if k in found]:  # read again before that event
+                        found[k] = getattr(attr, k)(clause[:event.start()], ended=ended)
+                        if not found[k]:
+                            del found[k]
                 if not carried:  # a time said in the symptom's own clause is its time, not an earlier one's
                     own = own_clause(m)  # ("I came back from Australia three days ago and since yesterday I ...")
                     found |= {k: v for k in ("onset", "duration") if (v := getattr(attr, k)(own, ended=ended))}
@@ -339,12 +338,10 @@ class DetailReader:
         """A chest pain that came while the patient was at rest ("while I was sitting watching telly", "it woke me")
         is also MediTOD's ``chest pain rest``: angina at rest is unstable (NICE CG95 1.1.1.1, an acute coronary
         syndrome's presentation), which a pain brought on by exertion is not. Said in the pain's own sentence."""
-        part = segments(mentions)
         for m in mentions:
             if m.base != "symptom" or m.value != "chest pain" or m.status != "positive":
                 continue
-            said = part.get(id(m), m.sentence)
-            if _AT_REST.search(said) or _AT_REST.search(m.sentence):
+            if _AT_REST.search(m.sentence):  # its own part of the sentence is a piece of the sentence
                 item = frame.item("symptom", "chest pain", "positive")
                 rest = frame.item("symptom", "chest pain rest", "positive")
                 for k in ("onset", "duration"):

@@ -307,6 +307,11 @@ def test_a_headache_with_lost_sight_in_later_life_is_an_emergency(rules):
          "'min_age' must be a whole number of years"),
         ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [floaters], initiation: [suddenly]}]}]",
          "'initiation' must be a list of 'abruptly' and 'gradually'"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [mouth ulcer], min_onset_days: three weeks}]}]",
+         "min_onset_days must be a number of days"),
+        ("rules: [{id: a, message: m, any_of: [{slot: symptom, values: [unusual bleeding], "
+         "unless_taking: [lucky charm]}]}]",
+         "unless_taking: 'lucky charm' is not a known medication value"),
     ],
 )
 def test_rule_file_errors_are_clear(tmp_path, yaml_text, match):
@@ -437,3 +442,25 @@ def test_a_condition_on_how_an_item_came_on(rules):
     plain = {"positive_symptom": [{"value": "floaters"}]}
     assert "retinal_detachment" in {f.id for f in check_red_flags(sudden, rules)}
     assert "retinal_detachment" not in {f.id for f in check_red_flags(plain, rules)}
+
+
+@pytest.mark.parametrize(("onset", "raised"), [("five weeks ago", True), ("a month ago", True), ("two days ago", False),
+                                               (None, False)])
+def test_a_condition_on_how_long_a_sign_has_lasted(rules, onset, raised):
+    """NICE NG12 (head and neck cancers): a mouth ulcer that has lasted more than three weeks is referred; a new one,
+    or one whose onset is not yet told, is the everyday ulcer (``min_onset_days``)."""
+    item = {"value": "mouth ulcer", **({"onset": onset} if onset else {})}
+    assert ("cancer_warning_signs" in ids({"positive_symptom": [item]}, rules)) == raised
+
+
+def test_unexplained_bleeding_needs_a_companion_or_spots_that_do_not_fade(rules):
+    """NICE NG12 1.10: bruising or bleeding with tiredness, pallor, fever or nosebleeds, or spots that do not fade
+    when pressed, ask for a very urgent blood count; a bruise on its own is most often a knock."""
+    assert "unexplained_bleeding_or_petechiae" in ids(
+        {"positive_symptom": [{"value": "unusual bleeding"}, {"value": "fatigue"}]}, rules)
+    assert "unexplained_bleeding_or_petechiae" in ids({"positive_symptom": [{"value": "non-blanching rash"}]}, rules)
+    assert "unexplained_bleeding_or_petechiae" not in ids({"positive_symptom": [{"value": "unusual bleeding"}]}, rules)
+    # a blood thinner explains the bleeding (the prescriber's to review, not a blood count's)
+    on_thinner = {"positive_symptom": [{"value": "unusual bleeding"}, {"value": "fatigue"}],
+                  "positive_medication": [{"value": "warfarin"}]}
+    assert "unexplained_bleeding_or_petechiae" not in ids(on_thinner, rules)

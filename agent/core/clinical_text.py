@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -200,15 +201,18 @@ def conversation_rules() -> list[Any]:
     # "She's not herself", "not quite right": the idiom says someone is unwell and denies nothing after it ("our nan's
     # not herself, overnight she's gone muddled")
     rules.append(ConTextRule("not herself", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
         {"LOWER": "not"}, {"LOWER": {"IN": ["quite", "really", "been", "at", "feeling"]}, "OP": "*"},
         {"LOWER": {"IN": ["herself", "himself", "myself", "themselves", "yourself", "right"]}},
         {"LOWER": {"IN": ["there", "with", "it"]}, "OP": "?"}]))
-    # How the patient is in general ("not too great", "not feeling so good") denies nothing after it: "Oh, not too
-    # great, I've had this cough the last few days".
+    # How the patient is in general ("not too great", "not feeling so good", "talking not normal") denies nothing
+    # after it: "Oh, not too great, I've had this cough the last few days", "not normal, a little bit confused".
     rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
         {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]},
                                                             "OP": "?"},
-        {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "hot", "clever"]}}]))
+        {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "hot", "clever", "normal",
+                          "fine", "ok", "okay", "alright"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))
@@ -238,6 +242,12 @@ def conversation_rules() -> list[Any]:
                  {"LOWER": {"IN": ["about", "around", "only", "just", "maybe"]}, "OP": "?"}, {"LIKE_NUM": True}]
     rules.append(ConTextRule("when i was <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12,
                              pattern=at_an_age))
+    # a past year said as the time, before or after ("back in 2019 I had a clot", "a clot in my leg in 2015"); not
+    # "since 2019" (what began then may go on) nor this year
+    past_years = [str(y) for y in range(1940, date.today().year)]
+    rules.append(ConTextRule("back in <year>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12, pattern=[
+        {"LOWER": {"IN": ["back", "in", "around"]}}, {"LOWER": {"IN": ["in", "around", "about"]}, "OP": "?"},
+        {"TEXT": {"IN": past_years}}]))
     return rules
 
 
@@ -259,9 +269,14 @@ def near_misses(phrases: Iterable[str]) -> list[str]:
     return [f"{cue} {p}" for p in phrases for cue in NEAR_MISS_CUES]
 
 
-CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "they", "he", "she", "we", "today", "now",
+CLAUSE_SUBJECTS = ["i", "i'm", "i've", "my", "it", "it's", "there", "here", "they", "he", "she", "we", "today", "now",
                    "yesterday", "this", "then", "since"]
 """Words that start a new clause after a comma or "and" (spaCy splits "I've" into "I" and "'ve")."""
+
+CLAUSE_VERBS = ["is", "are", "was", "were", "'s", "’s", "has", "have", "had", "seem", "seems", "seemed", "feel",
+                "feels", "felt", "look", "looks", "looked", "get", "gets", "got", "come", "comes", "came", "keep",
+                "keeps", "kept"]
+"""Verbs after a thing named that make it a new clause's subject ("..., and the cramps are mild")."""
 
 CONTINUING_VERBS = ["keep", "keeps", "kept", "keeping", "started", "start", "starts", "starting", "began", "begun",
                     "ended", "end", "ends", "get", "gets", "got", "getting", "feel", "feels", "felt"]
@@ -760,7 +775,36 @@ def context_pipeline() -> Language:
     for rule in context.rules:
         if rule.direction == "TERMINATE" and rule.max_scope is None:
             rule.max_scope = 1
+        if rule.category == "NEGATED_EXISTENCE" and rule.direction == "FORWARD" and rule.on_modifies is None:
+            rule.on_modifies = _no_clause_between
     return nlp
+
+
+_CLAUSE_BETWEEN = re.compile(
+    r"(?:,|;|\band\b|\bbut\b)\s+(?:and\s+)?(?:the|my|his|her|their|our)\s+[a-z]+(?:\s+[a-z]+)?"
+    rf"(?:\s+(?:{'|'.join(CLAUSE_VERBS)})\b|(?:'s|’s)\b)"
+    r"|\b(?:when|whenever|while|because|cos|cause|until|till)\s+(?:i|i'm|i've|it|it's|he|she|they|we|there|my)\b")
+"""A clause of its own between a denial and what follows it: a thing named as a new subject ("no cough, and the
+pain is worse at night": the pain is had), or a clause of time or cause ("no blood when I cough": the cough is)."""
+_SUBJECT_BEFORE = re.compile(r"(?:,|;|\band\b|\bbut\b)\s+(?:and\s+)?(?:the|my|his|her|their|our)(?:\s+[a-z]+){0,2}\s*$")
+"""What a denial's scope reaches ends on a determiner after a break: the thing named may be a new clause's subject."""
+
+
+def _no_clause_between(target: Any, modifier: Any, between: Any) -> bool:
+    """ConText's ``on_modifies`` for the denials: a denial reaches a concept named only with no clause of its own
+    between them (:data:`_CLAUSE_BETWEEN`), nor when the concept is itself a new clause's subject ("No fever, I haven't
+    been sick, and the cramps are only mild": the cramps are had). A callback on the denial, not a TERMINATE cue:
+    medspaCy lets a TERMINATE cue end every cue's scope (a relative's, a past one's) and drops a cue it overlaps
+    ("and my brother are both diabetic" had lost the brother). The clause reader's words (label ``W``) keep the
+    plain scope: a clause is judged denied by its words as a whole ("No blood when I go to the loo")."""
+    if target.label_ == "W":
+        return True
+    text = between.text.lower()
+    if _CLAUSE_BETWEEN.search(text):
+        return False
+    after = [t.lower_ for t in target.doc[target.end:target.end + 2]]
+    return not (_SUBJECT_BEFORE.search(text) and after and (after[0] in CLAUSE_VERBS or (
+        len(after) > 1 and after[0] not in (",", ".") and after[1] in CLAUSE_VERBS)))
 
 
 @dataclass(frozen=True)
@@ -787,8 +831,12 @@ this that these those there here he she they them his her their we us our not no
 doesn't haven't hasn't isn't wasn't weren't aren't can't cannot couldn't won't wouldn't just only really very quite
 bit little lot some any also too then than if when while because like well oh um uh er yeah yes okay ok maybe
 perhaps probably think guess sure know kind sort might""".split())
+_FRAGMENT_TOKENS = 6
+"""At most this many tokens (its full stop one of them) in each sentence of a turn told in fragments."""
 _CLAUSE_CUT = frozenset({",", ";", ":", "and", "or", "but", "so", "because", "then", "although", "though", "while",
-                         "plus", "whereas", "which"})
+                         "plus", "whereas", "which", "...", "…", "—", "–"})
+"""Words and marks between two clauses; an ellipsis or a dash is a pause between two (one inside a clause is closed
+up before: ``agent.core.speech_repair``)."""
 
 
 def _joins_numbers(token: Any) -> bool:
@@ -868,6 +916,10 @@ class ClauseReader:
                 windows.append((sent.start, sent.end))
             if si + 1 < len(sents) and len(sent) + len(sents[si + 1]) <= max_words:
                 windows.append((sent.start, sents[si + 1].end))
+        # terse speech tells one thing in fragments ("Leg. Swollen. Painful. Calf. Since the flight."): the turn
+        # read whole, as well as each fragment and pair
+        if len(sents) > 2 and all(len(sent) <= _FRAGMENT_TOKENS for sent in sents):
+            windows.append((sents[0].start, sents[-1].end))
         bounds = [(sent.start, sent.end) for sent in sents]
         out, seen = [], set()
         for a, b in windows:
@@ -922,8 +974,8 @@ someone confused, a friend who saw the fall: the NHS's "call 999" pages are writ
 _FEMALE_KIN = ("mum mom mother mam daughter wife girl grandma grandmother granny gran nan nana sister lass "
                "granddaughter girlfriend")
 GUARDED_SEX = {**dict.fromkeys(_FEMALE_KIN.split(), "female"),
-               **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother lad grandson boyfriend"
-                               .split(), "male")}
+               **dict.fromkeys("dad father son husband boy grandad grandfather grandpa brother lad grandson boyfriend "
+                               "he".split(), "male"), "she": "female"}
 """The sex a relation word tells of the relative a guardian speaks for: MediTOD's guide records it ("my son, he's 2
 1/2 months old": the patient is male); a partner, a baby or a child tells none."""
 # Relatives whose mention after the first makes a turn a family history; a spouse or child may well be mentioned
@@ -1054,6 +1106,13 @@ def proxy_subject(text: str) -> str | None:
     if i >= len(words):
         return None
     head: str = words[i].removesuffix("'s")
+    if head in ("his", "her") and i == lead and i + 1 < len(words) and words[i + 1] not in GUARDED:
+        head = "he" if head == "his" else "she"  # "His lips are going blue": the body of someone spoken of
+    if head in ("he", "she") and i == lead:
+        # a carer's opening that names nobody ("He's been fitting for five minutes", "Her lips have gone blue"):
+        # the person spoken of is the patient
+        return head if _PRESENT.search(text) and not _REPORTS_ON_ME.search(re.split(r"[,;.!?]|\band\b", text)[0]) \
+            else None
     if head == "old" or (head not in GUARDED and i > 0 and words[i - 1] == "old"):
         head = "child"  # "my 9 year old is constantly thirsty", "my 2-year-old's got a rash": the age says who
     speakers = {w.removesuffix("'s") for a, w in zip(words[i:], words[i + 1:], strict=False) if a in ("my", "our")}

@@ -95,12 +95,14 @@ class Condition:
     location: tuple[str, ...] = ()  # places, matched as whole words (:func:`located`)
     min_severity: float | None = None
     max_onset_days: float | None = None  # began at most this many days ago (:func:`onset_days`): a sudden loss
+    min_onset_days: float | None = None  # began at least this many days ago: an ulcer that has not healed in 3 weeks
     level: str | None = None  # an ``any_of`` condition that raises the rule above its level when it holds
     characteristics: tuple[str, ...] = ()  # the item is said to feel so (``positive_characteristics``): a crushing pain
     unless: tuple[str, ...] = ()  # symptoms that, held, explain the item away: a tight chest with a wheeze is asthma's
     onset_unsaid_counts: bool = False  # with max_onset_days: an item whose onset is not yet told counts (recall first)
     with_any: tuple[str, ...] = ()  # symptoms one of which must be held too: retention with back pain
     initiation: tuple[str, ...] = ()  # how the item came on ("abruptly"): new floaters said to come suddenly
+    unless_taking: tuple[str, ...] = ()  # medicines that, taken, explain the item: bruising on a blood thinner
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,8 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: expected a mapping")
     if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level",
-                              "characteristics", "unless", "onset_unsaid_counts", "with_any", "initiation"}:
+                              "characteristics", "unless", "onset_unsaid_counts", "with_any", "initiation",
+                              "min_onset_days", "unless_taking"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -247,6 +250,9 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     days = raw.get("max_onset_days")
     if days is not None and (not isinstance(days, int | float) or days < 0):
         raise RuleError(f"{where}: max_onset_days must be a number of days, 0 or more")
+    at_least = raw.get("min_onset_days")
+    if at_least is not None and (not isinstance(at_least, int | float) or at_least < 0):
+        raise RuleError(f"{where}: min_onset_days must be a number of days, 0 or more")
     location = raw.get("location") or []
     if not isinstance(location, list) or not all(isinstance(x, str) and x.strip() for x in location):
         raise RuleError(f"{where}: 'location' must be a list of place names")
@@ -277,8 +283,15 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     initiation = raw.get("initiation") or []
     if not isinstance(initiation, list) or not set(initiation) <= {"abruptly", "gradually"}:
         raise RuleError(f"{where}: 'initiation' must be a list of 'abruptly' and 'gradually' (how an item came on)")
-    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, level, tuple(characteristics),
-                     tuple(unless), unsaid, tuple(with_any), tuple(initiation))
+    unless_taking = raw.get("unless_taking") or []
+    if not isinstance(unless_taking, list) or not all(isinstance(x, str) for x in unless_taking):
+        raise RuleError(f"{where}: 'unless_taking' must be a list of medication values")
+    for v in unless_taking:
+        if not vocab.known("medication", v):
+            raise RuleError(f"{where}: unless_taking: {v!r} is not a known medication value")
+    return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, at_least, level,
+                     tuple(characteristics), tuple(unless), unsaid, tuple(with_any), tuple(initiation),
+                     tuple(unless_taking))
 
 
 _SITED_NAMES = frozenset({"back pain", "leg pain", "arm pain", "neck pain"})
@@ -550,6 +563,9 @@ def _matches(
     if cond.unless and any(vocab.same("symptom", str(it.get("value", "")), v)
                            for it in state.get("positive_symptom") or [] for v in cond.unless):
         return evidence
+    if cond.unless_taking and any(vocab.same("medication", str(it.get("value", "")), v)
+                                  for it in state.get("positive_medication") or [] for v in cond.unless_taking):
+        return evidence
     if cond.with_any and not any(vocab.same("symptom", n, v) for it in state.get("positive_symptom") or []
                                  for n in symptom_names(str(it.get("value", "")), it) for v in cond.with_any):
         return evidence
@@ -573,6 +589,8 @@ def _matches(
             if cond.max_onset_days is not None and (
                     days > cond.max_onset_days if days is not None else not cond.onset_unsaid_counts):
                 continue
+            if cond.min_onset_days is not None and (days is None or days < cond.min_onset_days):
+                continue  # a persisting sign (NICE NG12's "for more than 3 weeks"): an onset not yet told is none
             if not past and cond.slot == "symptom" and days is not None and days > PAST_EPISODE_DAYS:
                 continue
             evidence.append(
@@ -940,7 +958,8 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     if relative:
         for flag in found.values():
             for e in flag.evidence:
-                e["told_by"] = f"a guardian, speaking of their {relative} (read as the patient's own words)"
+                whom = f"the patient as '{relative}'" if relative in ("he", "she") else f"their {relative}"
+                e["told_by"] = f"a guardian, speaking of {whom} (read as the patient's own words)"
     return [found[r.id] for r in rules.rules if r.id in found]
 
 

@@ -112,9 +112,34 @@ def _replacement(x: list[str], y: list[str], bare_no: bool) -> int | None:
     return None
 
 
+_UNFINISHED = frozenset("""can't cannot can couldn't could won't will would wouldn't don't didn't doesn't isn't wasn't
+aren't haven't hasn't is was are am be been being have has had get got getting i i'm i've it it's my his her their
+your our the a an to of in on at by with for from into and but or so very really just quite this that these those
+feel feels felt keep keeps kept like""".split())
+"""Words after which a clause cannot end: an ellipsis after one is a pause inside the clause ("I can't... get my
+breath"), not a break between two."""
+_PAUSE = re.compile(r"(?P<word>[A-Za-z']+)\s*(?:\.\.\.|…)\s*(?=[a-z])")
+
+
+def _joined_pauses(text: str) -> str:
+    """``text`` with each pause inside a clause closed up: a breathless, hesitant or emotional patient's "I can't...
+    get my... breath" is "I can't get my breath" (a reader that takes the ellipsis for a break denies nothing and
+    finds nothing in either half). An ellipsis after a word a clause can end on stays as said."""
+    def closed(m: re.Match[str]) -> str:
+        before = re.findall(r"[a-z']+", text[:m.end("word")].lower().replace("’", "'"))[-3:]
+        after = re.match(r"[a-z']+", text[m.end():].lower().replace("’", "'"))
+        if before[-1] not in _UNFINISHED or (after and after.group(0) in before):
+            return m.group(0)  # "It's the... it's the pressure": a restart, which the readers take as said
+        return f"{m.group('word')} "
+
+    return _PAUSE.sub(closed, text)
+
+
 def repaired(text: str) -> str:
     """``text`` with each self-correction's slip replaced by its correction ("my right leg is swollen, no, sorry,
-    the left one" -> "my left leg is swollen"); text with no correction that lines up comes back unchanged."""
+    the left one" -> "my left leg is swollen") and each pause inside a clause closed up (:func:`_joined_pauses`);
+    text with neither comes back unchanged."""
+    text = _joined_pauses(text)
     start = 0
     while m := _EDIT.search(text, start):
         start = m.end()

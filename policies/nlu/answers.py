@@ -86,10 +86,11 @@ _HOW_OFTEN = re.compile(r"\b(?:every (?:other )?(?:day|night|week|weekend|mornin
 
 _DENIED_OBJECT = re.compile(
     r"\b(?:haven't|have not|hasn't|has not|don't|do not|didn't|did not|never|not)\s+(?:really\s+|ever\s+)?"
-    r"(?:had|have|got|noticed|seen|felt|experienced|been having|been getting|get|getting)\s+"
+    r"(?:had|have|got|noticed|seen|felt|experienced|been having|been getting|get|getting|on|taking|take|taken|"
+    r"using|use|used)\s+"
     r"(?:(?:any|an?|much|the|my)\s+)?(?P<obj>[a-z][a-z' -]*?)\s*"
     r"(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|so far)\b|$)")
-"""What a denial denies: "No, I haven't had any <object>" / "I don't get <object>"."""
+"""What a denial denies: "No, I haven't had any <object>" / "I don't get <object>" / "I'm not on any <object>"."""
 _DENIED_NO = re.compile(
     r"^\W*(?:no|nope|nah)\b[\s,.!;-]+(?:and\s+)?(?:there(?:'s| is| was|'s been| has been| were)\s+)?no\s+"
     r"(?:more\s+)?(?P<obj>[a-z][a-z' -]*?)\s*(?:[.,!?;]|\b(?:and|but|or|either|at all|lately|recently|before|since|"

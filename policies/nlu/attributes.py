@@ -61,6 +61,8 @@ _ONSET_PATTERNS = [
     re.compile(rf"\b(?:for|over|in|since|during|these|this)\s+{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\b"),
     re.compile(rf"\b(?:started|began|start|begun|came on|it's been|been)\s+{_HEDGE}(?P<n>{_SPAN_NUM})\s+"
                rf"(?P<u>{_UNIT})\b"),
+    # "about three weeks now", "going on two months now": a span told up to now is how long ago it began
+    re.compile(rf"\b(?:going on\s+)?{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\s+(?:or so\s+)?now\b"),
     # "for the past fortnight", "over the last month": one unit back (the number left unsaid)
     re.compile(r"\b(?:for|over|in|during|since)\s+the\s+(?:past|last)\s+(?P<n>)(?P<u>week|fortnight|month|year)\b"),
 ]
@@ -102,6 +104,11 @@ _WOKE_WITH = re.compile(
 )
 """An onset said as the waking that found it ("I woke up this morning and I can't hear", "woke up with it yesterday"):
 the patient's words for when it began, as a sudden loss's red flag needs them."""
+
+_OVERNIGHT = re.compile(r"\b(?:went|gone|go|came on|come on|happened|started|began|appeared|came up|swelled up|"
+                        r"swollen up|puffed up|(?!stayed|kept|spent|admitted)[a-z]+ed)\s+(?:\w+\s+){0,2}(overnight)\b")
+"""A change said to have come overnight ("my left ear went completely deaf overnight", "swelled up overnight"): the
+patient's word for when it began (a day ago, to the red-flag screen)."""
 
 _CHILDHOOD = re.compile(
     rf"\b(as {YOUNG}|when (?:i|he|she) was (?:{YOUNG}|(?:about |around |only |just |maybe )?"
@@ -379,7 +386,12 @@ _RATE_BEFORE = re.compile(r"\b(?:times?|once|twice|per|every|each)\s*$", re.I)
 """A span that counts how often ("four times a night", "twice a day", "once every week") is a frequency, not when it
 began: a bare "a night" after "times" answered "when did it start?" as "a night ago"."""
 
-_BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_SPAN_NUM})\s+(?P<u>{_UNIT})\b")
+_BARE_SPAN = re.compile(rf"\b{_HEDGE}(?P<n>{_SPAN_NUM})\s+"
+                        rf"(?P<u>{_UNIT})\b(?!\s+(?:to|before it|till it|until it)\s+(?:stop|settle|go|ease|pass|clear|"
+                        rf"calm|wear)\w*)")
+"""A span said alone, which answers "when did it start?" ("about a week"); not how long something took ("a nosebleed
+that took twenty minutes to stop"), which is a duration."""
+_TOOK_BEFORE = re.compile(rf"\b(?:took|takes|take|taking|lasted|lasts|last|lasting)\s+{_HEDGE}$")
 
 
 def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
@@ -389,7 +401,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     for pat in [*_ONSET_PATTERNS, *([_BARE_SPAN] if asked else [])]:
         # "once a week" counts, "once, about ten years ago" dates: a span said with "ago" is never a rate
         m = next((x for x in pat.finditer(text)
-                  if x.group(0).endswith("ago") or not _RATE_BEFORE.search(text[:x.start()])), None)
+                  if (x.group(0).endswith("ago") or not _RATE_BEFORE.search(text[:x.start()]))
+                  and not (pat is _BARE_SPAN and _TOOK_BEFORE.search(text[:x.start()]))), None)
         if m and not (ended and m.group(0).startswith("for")):
             unit = m.group("u")
             n = _amount(m.group("n"))
@@ -412,6 +425,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     if m := _LONG_AGO.search(text):
         return m.group(1)
     if m := _WOKE_WITH.search(text):
+        return m.group(1)
+    if m := _OVERNIGHT.search(text):
         return m.group(1)
     if m := _CHILDHOOD.search(text):
         return m.group(1)

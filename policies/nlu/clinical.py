@@ -81,6 +81,14 @@ _REPORTS = rf"(?:{'|'.join(sorted(REPORTING_VERBS))})\b"
 _RATE = re.compile(r"\b(rate|scale|out of (?:10|ten)|1 to 10|one to ten|zero to ten|0 to 10)\b")
 
 
+_LIFETIME = re.compile(r"\bnever\s+(?:\w+\s+)?(?:get|gets|suffer|suffers|suffered)\b|"
+                       r"\b(?:not usually|don't usually|do not usually|don't normally|not normally|hardly ever)\b|"
+                       r"\bin (?:my|his|her|their) (?:whole )?life\b|\b(?:before|ever)\b", re.I)
+"""A denial said of a lifetime or of what is usual ("I never get headaches", "never had one in his life", "not had
+anything like it before"); a bare "never" is not one ("I've never blacked out with it" denies the episodes' own
+feature)."""
+
+
 class ClinicalNLU:
     """The ``clinical`` NLU kind. ``understand`` reads ``ctx.turns[-1]`` (the patient), the doctor's last
     actions (``ctx.past_actions[-1]``) and the state (to keep the status of an item being elaborated)."""
@@ -140,6 +148,7 @@ class ClinicalNLU:
                            if text.strip() else ([], []))
         second = self._second_stage(text, mentions, others) if text.strip() else []
         mentions += second
+        mentions = self._no_history_of_it(mentions, state)
         whole = attr.clean(text)
         asked = asked_items(last_actions or [])
         if doctor and _RATE.search(doctor.lower()):
@@ -181,6 +190,25 @@ class ClinicalNLU:
         if slots:
             return Reading(cmas.parse_nlu([{"intent": "inform", "slots": slots}]), from_second)
         return Reading(cmas.parse_nlu([{"intent": self._intent(whole)}]), set())
+
+    def _no_history_of_it(self, mentions: list[Mention], state: dict) -> list[Mention]:
+        """A complaint the patient has now, denied for a lifetime ("Never get headaches. Ever." after telling one, "he's
+        never had a fit in his life" after the fit this morning): no history of it before, never a denial of the
+        present one (which it had turned negative). Recorded as the medical history's negative where the
+        vocabulary names it so (MediTOD's antecedents), else only the wrong denial is left out."""
+        out = []
+        for m in mentions:
+            if (m.base == "symptom" and m.status == "negative" and _LIFETIME.search(m.sentence)
+                    and any(self.vocab.same("symptom", str(it.get("value", "")), m.value)
+                            for it in state.get("positive_symptom") or [])):
+                code = self.vocab.canonical("symptom", m.value) or ""
+                had = code.split(":", 1)[1] if code.startswith("code:") else m.value
+                if self.vocab.known("medical_history", had):
+                    m.base, m.value = "medical_history", had
+                    out.append(m)
+                continue
+            out.append(m)
+        return out
 
     @staticmethod
     def _purpose_named(frame: Frame, mentions: list[Mention]) -> None:
@@ -231,8 +259,9 @@ class ClinicalNLU:
             said_so_far = text[:at + len(h.clause)].rstrip(".!? ") if at >= 0 else ""
             if others and h.base != "family_history" and said_so_far and someone_elses("", said_so_far):
                 continue
-            if relation in NO_BLOOD_KIN:
-                continue  # "my husband has diabetes": a spouse's illness is no family history (nor the patient's)
+            if relation in NO_BLOOD_KIN or (relation and others and self.finder.kin_of_another(
+                    said_so_far[:at + (h.clause.lower().find(relation) if relation in h.clause.lower() else 0)])):
+                continue  # "my husband has diabetes", "her brother" (the wife's): no family history, nor the patient's
             status = h.status
             if h.base == "medical_history" and status == "positive" and a_guess(h.clause):
                 status = "unknown"  # "I think I'm having a gastric ulcer": the patient's guess, as for a phrase

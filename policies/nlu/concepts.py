@@ -90,6 +90,13 @@ _WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|normal|normally|okay|ok|alrig
                              re.I)
 """A clause that says a function works ("I can hear perfectly well", "my hearing's the same as ever"): by meaning it
 is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative)."""
+_ABLE = re.compile(r"^(?:(?:and|but|so|oh|well|yes|yeah|no)[\s,]+)*(?:i|he|she|they|we)\s+(?:still\s+)?(?:can|could)\s+"
+                   r"(?!(?:barely|hardly|only|just|not|never|sometimes|feel|hear|see|smell|taste|tell|notice|sense|"
+                   r"actually)\b)[a-z]+\b(?![^.!?]*\b(?:before|until|till|but|if|then|only|barely)\b)",
+                   re.I)
+"""A clause that says the patient can do something, plainly ("I can lie flat in bed", "I can walk up the stairs"): by
+meaning near the inability (orthopnoea, breathlessness on effort), it says there is none. A limit ("I can walk
+twenty yards before I'm puffed"), a perception ("I can feel my heart racing") or an "only" is no such clause."""
 
 
 _FUNCTION_VERDICT = re.compile(
@@ -498,7 +505,8 @@ class ConceptMatcher:
                     # the toilet since yesterday" may be the bowels (it had recorded oliguria, and with chills raised
                     # the sepsis emergency), "burning when I go to the bathroom" after "a bladder infection" is not
                     continue
-                status = ("negative" if clause.negated or (kind == "symptom" and _WORKS_NORMALLY.search(clause.text))
+                status = ("negative" if clause.negated or (kind == "symptom" and (
+                    _WORKS_NORMALLY.search(clause.text) or _ABLE.search(clause.text.strip())))
                           else "unknown" if clause.uncertain else "positive")
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:

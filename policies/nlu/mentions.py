@@ -107,7 +107,10 @@ class MentionFinder:
             if base == "medication" and (relation or (
                     others and not f.family and _someone_else(" ".join(sents[:f.sent]), before))):
                 continue  # "my dad ... he was on insulin": a relative's medicine is not the patient's
-            if relation in NO_BLOOD_KIN and relation != proxy and base in (CONDITION, "medical_history", "symptom"):
+            theirs = bool(relation) and others and self._kin_of_another_at(" ".join(sents[:f.sent]), f.sentence,
+                                                                             f.char_start)
+            if ((relation in NO_BLOOD_KIN or theirs) and relation != proxy
+                    and base in (CONDITION, "medical_history", "symptom")):
                 # "The wife had a chest infection, I caught it off her": a spouse's illness is no family history
                 relation = None
                 if base == "symptom" or _PASSING_ILLNESS.search(value):
@@ -135,8 +138,13 @@ class MentionFinder:
             status = f.status
             if base == "symptom" and f.historical and status == "positive" and value in _PAST_IS_HISTORY:
                 base = "medical_history"  # "I used to self-harm at school": the patient's history, not now
-            if base == "symptom" and status == "negative" and _CIRCUMSTANCE.search(before):
-                continue  # "no phlegm when I cough": the cough is when, not what is denied
+            if base == "symptom" and status == "negative" and (_CIRCUMSTANCE.search(before)
+                                                              or _EPISODES_OF.search(before)):
+                continue  # "no phlegm when I cough", "between the coughs I'm fine": the cough is when, not denied
+            if base in (CONDITION, "medical_history") and status == "negative" and _POSSESSED.search(before):
+                status = "positive"  # "never been in hospital with my asthma": the denial is of the stay, not of it
+            if status != "negative" and _DENIED_AFTER.match(f.sentence[f.char_end:]):
+                status = "negative"  # "Fever no.", "Blood? None.": the denial said after what it denies
             if base == "medication" and _ONLY_CONSIDERED.search(f.sentence[:f.char_start]):
                 continue  # "I'm wondering about HRT", "could I try the pill?": a medicine asked about, not taken
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
@@ -159,6 +167,29 @@ class MentionFinder:
             out = [m for m in out if (m.sent, m.value) not in normal or m.status == "negative"]
         return out, [attr.clean(s) for s in sents]
 
+    def kin_of_another(self, said: str) -> bool:
+        """Whether the relation word said right after ``said`` (the turn up to it) is someone else's relative: "My
+        wife worries. Her brother had leukaemia" is the wife's brother and "my husband's mum" his mother, no blood
+        relatives of the patient; "my mum had a stroke and her brother ..." is the patient's uncle. A "her" or "his"
+        is the person named last before it. Only where "her" and "his" are not the patient (no guardian speaking)."""
+        said = said.lower()
+        if m := _THEIR_KIN.search(said):
+            owner = m.group("owner")
+            if owner not in ("her", "his", "their"):
+                return True  # "my wife's brother"
+            people = [(p.start(), p.group(0)) for word in (*self.lexicon.relations, *NO_BLOOD_KIN)
+                      for p in re.finditer(rf"\b{re.escape(word)}\b", said[:m.start()])]
+            return bool(people) and max(people)[1] in NO_BLOOD_KIN
+        return False
+
+    def _kin_of_another_at(self, earlier: str, sentence: str, before: int) -> bool:
+        """:meth:`kin_of_another` for the relation word that owns a mention at character ``before`` of
+        ``sentence`` (said after ``earlier``)."""
+        low = sentence.lower()
+        found = [m.start() for word in self.lexicon.relations for m in re.finditer(rf"\b{re.escape(word)}\b", low)
+                 if m.start() < before]
+        return bool(found) and self.kin_of_another(f"{earlier} {sentence[:max(found)]}")
+
     def relation(self, sentence: str, before: int | None = None) -> str | None:
         """The relation word of the lexicon in ``sentence`` (lower case) nearest before character ``before`` (the
         owner of a mention: "my dad has asthma and my sister had a stroke" - the stroke is the sister's), else the
@@ -169,6 +200,13 @@ class MentionFinder:
             return None
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
+
+
+_THEIR_KIN = re.compile(
+    r"\b(?P<owner>her|his|their|(?:wife|husband|partner|spouse|fiance|fiancee|boyfriend|girlfriend|friend|neighbour|"
+    r"neighbor)'s)\s+(?:(?:older|younger|big|little|late|eldest|youngest|twin|own|other)\s+)?$")
+"""A relation word's owner said before it ("her brother", "my wife's mum"): maybe someone else
+(:meth:`MentionFinder.kin_of_another`)."""
 
 
 _DIAGNOSED = re.compile(r"\b(?:history of|diagnos\w*|treated for|treatment for|suffer(?:s|ed)? (?:from|with)|used to "
@@ -270,6 +308,17 @@ _CIRCUMSTANCE = re.compile(r"\b(?:when(?:ever)?|while|as)\s+(?:i|i'm|i am)\s+(?:
 the patient presupposes it, so the negation of the sentence does not deny it."""
 
 
+_EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\s+|a\s+|each\s+|every\s+)?(?:\w+\s+)?$",
+                          re.I)
+"""A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its
+episodes are presupposed, and what the sentence denies is about the time between them."""
+_POSSESSED = re.compile(r"\b(?:my|his|her|their)\s+(?:\w+\s+)?$", re.I)
+"""A condition the speaker calls theirs ("with my asthma", "for her epilepsy"): had, whatever the sentence denies
+("never been in hospital with my asthma" denies the stay)."""
+_DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:no|none|never|nope|nah|not at all)\s*(?:[.!;]|$)", re.I)
+"""A denial said after its object, as a terse or non-native speaker says it ("Fever no.", "Blood in it? None.")."""
+
+
 def _simile(before: str) -> bool:
     """Whether the words before a mention open a simile ("looked like", "black like") rather than say a liking ("I like
     a drink" is a habit)."""
@@ -354,7 +403,8 @@ _DRUG = "drug:"
 # in the past / no), and the annotated dialogues file what is no longer taken under "no": a stopped medicine is a
 # negative item, never a current one. "Tried" is not a stop ("I've tried my inhalers, they sometimes help" is
 # annotated positive).
-_STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|no longer|gave up|quit|used to|"
+_STOPPED_BEFORE = re.compile(r"\b(?:stopped|stop|came off|come off|coming off|been off|i'm off|i am off|took me off|"
+                             r"taken off|no longer|gave up|quit|used to|"
                              r"was on|were on|had been on|was taking|used to take)\b(?:\W+\w+){0,4}\W*$", re.I)
 _STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\W+|they\W+|the doctor\W+)?"
                             r"(?:stopped|came off|come off|gave|quit|had to stop|took me off)\W+"

@@ -122,6 +122,16 @@ _FACULTY_GONE = (
 )
 """A faculty said to have vanished ("the hearing in my left ear has just vanished", "the sight in that eye went"):
 its sudden loss (NHS "Sudden hearing loss", "Vision loss")."""
+_CANNOT = r"(?:can't|can’t|cannot|can not|couldn't|couldn’t|could not)"
+_NOTHING = r"(?:anything|a thing|owt|nothing|a single thing)(?:\s+at all)?"
+_NOTHING_THROUGH = (
+    (re.compile(rf"\b(?P<c>{_CANNOT}\s+see\s+{_NOTHING})\s+(?:out of|with|through|from|in)\s+"
+                r"(?:my|the|his|her|that|this)\s+(?:(?:left|right|good|bad)\s+)?eye\b", re.I), "symptom:vision loss"),
+    (re.compile(rf"\b(?P<c>{_CANNOT}\s+hear\s+{_NOTHING})\s+(?:out of|with|through|from|in|on)\s+"
+                r"(?:my|the|his|her|that|this|it)\b", re.I), "symptom:hearing impairment"),
+)
+"""Nothing at all seen or heard through one eye or ear ("I can't see anything at all out of my right eye"): a loss of
+the faculty on that side, not a blurring (NHS "Vision loss": sudden loss of vision in one eye)."""
 
 
 def _value(n: str) -> float:
@@ -687,6 +697,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_KETONE_WORD, "symptom:ketosis"),
     (_KETONES_FOUND, "symptom:ketosis"),
     *_FACULTY_GONE,
+    *_NOTHING_THROUGH,
     (_A_FIT, "symptom:seizure"),
     (_TROUBLE_FROM, "symptom:pain"),
     (_TROUBLE_WITH, "symptom:pain"),

@@ -1217,3 +1217,27 @@ def test_a_faculty_lost_overnight_a_carers_opening_and_fragments_raise_their_fla
     ("her face has gone grey"), and a complaint told in fragments each raise their red flag."""
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert rule in flags, flags
+
+
+@pytest.mark.parametrize("said", [
+    "My granddaughter's just got over chickenpox.",
+    "One of the lads at training went down with flu on Friday.",
+    "At her nursery there has been measles this month.",
+])
+def test_someone_elses_passing_infection_is_a_sick_contact_not_the_patients_history(store, said):
+    """A relative's, an unnamed person's or a place's passing infection is an exposure to a sick person (NICE CKS asks
+    for unwell contacts): never the patient's own history, nor a family history."""
+    state = talk(store, "I've had a temperature since yesterday.", said).state().patient_state
+    assert status_of(state, "exposure", "sick person") == "positive", state
+    assert not state.get("positive_medical_history") and not state.get("positive_family_history"), state
+
+
+def test_a_he_or_she_after_a_named_relative_is_that_relatives_and_just_ends_only_a_denial(store):
+    """"My uncle Tom, he'd the sugar diabetes" is the uncle's (family history), not the patient's, and not dropped;
+    "My nephew's only just had measles" keeps the nephew's scope past "only just" (a contact, not the patient's)."""
+    state = talk(store, "I've had a cough for a week.", "My uncle Tom, he'd the sugar diabetes for years.",
+                 "My nephew's only just had measles.").state().patient_state
+    assert status_of(state, "family_history", "diabetes mellitus") == "positive", state
+    assert status_of(state, "medical_history", "diabetes mellitus") is None, state
+    assert status_of(state, "exposure", "sick person") == "positive", state
+    assert status_of(state, "medical_history", "measles") is None, state

@@ -49,6 +49,10 @@ balance taste smell""".split())
 my foot"), the complaint and no denial of it."""
 
 
+DENIAL_END = "DENIAL_END"
+"""The ConText category of words that end a denial's (or a doubt's) scope and no other scope."""
+
+
 def conversation_rules() -> list[Any]:
     """ConText rules for how patients talk (medspaCy's defaults are written for clinical notes).
 
@@ -70,14 +74,16 @@ def conversation_rules() -> list[Any]:
     # "if anything" turns to the opposite ("I haven't lost weight, if anything I've put some on"), "in fact" to
     # what is so instead ("no fever, in fact I've been cold"); not "actually", said inside a denial ("I don't
     # actually smoke")
-    terminators = ("but", "except", "although", "though", "however", "just", "only", "other than", "if anything",
-                   "in fact")
+    terminators = ("but", "except", "although", "though", "however", "other than", "if anything", "in fact")
     # a hedge after a denial takes part of it back ("not really pain, maybe a dull ache now and then"): what follows
     # is no longer denied (the hedge itself is read as the uncertainty cue it is)
     rules.append(ConTextRule(", maybe", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": [",", ";", "-"]}}, {"LOWER": {"IN": ["maybe", "perhaps", "possibly"]}},
         {"LOWER": {"IN": ["a", "an", "some", "the", "just"]}}]))  # not a hedge on when ("maybe fifteen years ago")
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
+    # "just" and "only" end a denial ("no pain, just a dull ache") and nothing else: a relative's ("my granddaughter's
+    # just got over chickenpox") or a past scope goes on (a TERMINATE cue would end every scope)
+    rules += [ConTextRule(p, DENIAL_END, direction="PSEUDO") for p in ("just", "only")]
     # a figure of speech taken back after it ("I could throttle him, not literally"): the one cue that looks back, since
     # the taking back always follows what it takes back
     figurative = ["not literally", "only joking", "just joking", "just kidding", "only kidding", "letting off steam",
@@ -289,7 +295,7 @@ roommate""".split())
 family history and not the patient's."""
 
 KIN = frozenset("""mum mam mom nan nana gran granny grandma grandad grandpa auntie twin stepdad stepmum stepmom
-father-in-law mother-in-law lad lass bairn wean""".split())
+father-in-law mother-in-law lad lass bairn wean grandson granddaughter grandchildren grandkids niece nephew""".split())
 RELATIVES = frozenset("""mum mom mother dad father brother sister son daughter wife husband partner girlfriend boyfriend
 grandma grandmother granny nan grandad grandfather grandpa aunt uncle cousin parents family kids children friend
 friends flatmate roommate colleague boss lad lass""".split())
@@ -777,6 +783,8 @@ def context_pipeline() -> Language:
             rule.max_scope = 1
         if rule.category == "NEGATED_EXISTENCE" and rule.direction == "FORWARD" and rule.on_modifies is None:
             rule.on_modifies = _no_clause_between
+        if rule.category in ("NEGATED_EXISTENCE", "POSSIBLE_EXISTENCE"):
+            rule.terminated_by.add(DENIAL_END)
     return nlp
 
 

@@ -119,14 +119,19 @@ class MentionFinder:
                     continue
             elif (others and not f.family and base in (CONDITION, "medical_history", "symptom")
                     and _someone_else(" ".join(sents[:f.sent]), before)):
+                kin = self._blood_kin_referred_to(" ".join(sents[:f.sent]), before)
                 if base == "symptom" or _PASSING_ILLNESS.search(value):
                     base, value = "exposure", "sick person"  # "I live with my wife. She's got a cold": a contact
+                elif kin and base in (CONDITION, "medical_history"):
+                    base, relation = CONDITION, kin  # "My sister Bridie, she'd the angina terrible": hers
                 else:
                     continue  # "my husband has diabetes": no blood relative's, and not the patient's
             if base in (CONDITION, "medical_history", "symptom") and _VACCINE_AFTER.match(f.sentence[f.char_end:]):
                 base, value = CONDITION, IMMUNIZATION  # "my flu jab": a vaccine against it, not the illness
             if base == CONDITION and not relation and value in self.lexicon.felt and felt_now(f.sentence):
                 base, value = "symptom", self.lexicon.felt[value]  # "I've been so anxious lately": not a diagnosis
+            elif base in (CONDITION, "medical_history") and relation and _PASSING_ILLNESS.search(value):
+                base, value = "exposure", "sick person"  # "my grandson had a cold last week": a contact, no history
             elif base == CONDITION:
                 base = "family_history" if relation else "medical_history"
             elif relation and base == "symptom" and (illness := self._conditions.get(singular(f.text.lower()))):
@@ -181,6 +186,20 @@ class MentionFinder:
                       for p in re.finditer(rf"\b{re.escape(word)}\b", said[:m.start()])]
             return bool(people) and max(people)[1] in NO_BLOOD_KIN
         return False
+
+    def _blood_kin_referred_to(self, earlier: str, before: str) -> str | None:
+        """The blood relative a "he" or "she" stands for, when the relation word named last before it is one ("My
+        sister Bridie now, she'd the angina"), else None (a wife, a friend: no family history)."""
+        said = f"{earlier} {before}".lower()
+        m = _SOMEONE_ELSE.search(before)
+        if m is None or m.group("who").lower() not in ("he", "she"):
+            return None
+        upto = said[:len(said) - len(before) + m.start()]
+        people = [(p.start(), w) for w in self.lexicon.relations for p in re.finditer(rf"\b{re.escape(w)}\b", upto)]
+        if not people:
+            return None
+        last = max(people)[1]
+        return None if last in NO_BLOOD_KIN else last
 
     def _kin_of_another_at(self, earlier: str, sentence: str, before: int) -> bool:
         """:meth:`kin_of_another` for the relation word that owns a mention at character ``before`` of
@@ -342,11 +361,14 @@ as its own habit; tobacco smoking is not said."""
 
 _OTHER_PERSON = (r"(?:he|she|(?:my|our|a|the)\s+(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|"
                  r"flatmate|housemate|roommate|friends?|colleagues?|boss|neighbou?rs?|lodger)|someone|somebody|"
-                 r"everyone|everybody|people|half (?:the|my) \w+)")
+                 r"everyone|everybody|people|half (?:the|my) \w+|"
+                 # someone not named ("a girl on my floor", "a lad in his class", "some of the kids")
+                 r"(?:a|one|another|some)\s+(?:of\s+the\s+)?(?:girls?|boys?|lads?|lass|kids?|child|children|guys?|man|woman|"
+                 r"lady|students?|pupils?|teachers?|nurses?|people|others?)\b)")
 _SOMEONE_ELSE = re.compile(
-    rf"(?:^|[.,;]|\b(?:and|but|so|because|cause|actually|also)\b)\W*(?P<who>{_OTHER_PERSON})(?:'s|’s|'ve|’ve)?\s+"
+    rf"(?:^|[.,;]|\b(?:and|but|so|because|cause|actually|also)\b)\W*(?P<who>{_OTHER_PERSON})(?:'s|’s|'ve|’ve|'d|’d)?\s+"
     rf"(?!(?:\w+\s+)?(?:said|says|say|told|tells|thinks|think|reckons|noticed|notices|thought|saw|sees|heard|hears)\b)"
-    r"(?:(?!\b(?:i|i'm|i've|i'd|me|my|myself)\b)[^,;.])*$", re.I)
+    r"(?:(?!\b(?:i|i'm|i've|i'd|me|myself)\b)(?!(?<!\bon )(?<!\bin )(?<!\bat )(?<!\bfrom )\bmy\b)[^,;.])*$", re.I)
 """A clause whose subject is someone other than the patient, before the mention: "he", "she" ("they" is as often the
 knees or the headaches the patient spoke of), or one of the
 patient's people who is no blood relative (ConText's family cues name those): "I live with my wife. She's got a cold",
@@ -383,6 +405,7 @@ def _someone_else(earlier: str, before: str) -> bool:
 
 
 _PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tuberculosis|vir(?:us|al)|covid|bug|"
+                              r"meningitis|chickenpox|measles|"
                               r"gastroenteritis|pox|measles|tonsillitis|pharyngitis|conjunctivitis|pink eye|"
                               r"laryngitis|bronchitis|sinusitis|otitis|impetigo|scarlet fever|norovirus|"
                               r"glandular fever|mumps|whooping cough|pertussis|strep", re.I)

@@ -324,6 +324,12 @@ _ILLNESS = (r"(?:bug|thing|symptoms?|illness|virus|cold|flu|cough|infection|sick
             r"it|this)")
 _ILLNESS_NOUN = r"(?:bug|virus|cold|flu|cough|infection|sickness|tummy bug|stomach bug|lurgy|sore throat)"
 """An illness by name: "had a tummy bug from my boyfriend" (not "had this from my GP")."""
+_INFECTION = (r"(?:whooping cough|chickenpox|chicken pox|measles|mumps|meningitis|scarlet fever|flu|influenza|covid|"
+              r"norovirus|a bug|a tummy bug|a stomach bug|a virus|impetigo|conjunctivitis|slapped cheek|"
+              r"hand,? foot and mouth|tonsillitis|strep throat|glandular fever|nits|headlice|head lice)")
+"""Infections that pass between people, by the names parents and patients use (NHS Health A-Z, "Childhood
+illnesses", "Infections")."""
+_AMONG_OTHERS = r"(?:school|class|nursery|creche|playgroup|work|office|ward|care home|halls|family|house)"
 _WHO = (r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery|him|them|us)"
         r"(?!\s+(?:own|self)\b)")
 _AFTER_SAME = (r"(?=\s*(?:[.,;!?]|$|(?:but|and|as|a|too|last|over|before|recently|earlier|then|when|which|that|"
@@ -344,6 +350,11 @@ _CONTAGION = (
                rf"{_AFTER_SAME}))", re.I),
     # "there's something going round at work", "a bug doing the rounds"
     re.compile(r"\b(?P<c>going (?:a)?round|doing the rounds|going about)\b", re.I),
+    # "in his school there is whooping cough", "there's been chickenpox at nursery": an infection among others
+    re.compile(rf"\b(?P<c>(?:(?:at|in)\s+(?:his|her|my|the|their|our)\s+{_AMONG_OTHERS}\s+there\s+(?:is|are|was|were|"
+               rf"has been|have been)\s+(?:a lot of\s+|lots of\s+|some\s+|loads of\s+)?{_INFECTION}|there(?:'s|’s| is| are|"
+               rf" was| were| has been| have been)\s+(?:a lot of\s+|lots of\s+|some\s+|loads of\s+)?{_INFECTION}\s+"
+               rf"(?:at|in)\s+(?:his|her|my|the|their|our)\s+{_AMONG_OTHERS}))\b", re.I),
     # "half my class has been off with something", "everyone at work has had it"
     re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|this|"
                r"(?:a|the)\s+(?:\w+\s+)?(?:bug|virus|cold|flu|cough|infection|lurgy))|with\s+flu))\b", re.I),

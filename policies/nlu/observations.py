@@ -329,6 +329,9 @@ _INFECTION = (r"(?:whooping cough|chickenpox|chicken pox|measles|mumps|meningiti
               r"hand,? foot and mouth|tonsillitis|strep throat|glandular fever|nits|headlice|head lice)")
 """Infections that pass between people, by the names parents and patients use (NHS Health A-Z, "Childhood
 illnesses", "Infections")."""
+_WHOSE = r"(?:his|her|my|the|their|our)"
+_BE = r"(?:is|are|was|were|has been|have been)"
+_SOME = r"(?:a lot of\s+|lots of\s+|some\s+|loads of\s+)?"
 _AMONG_OTHERS = r"(?:school|class|nursery|creche|playgroup|work|office|ward|care home|halls|family|house)"
 _WHO = (r"(?:my|a|the|our|his|her|their|someone|somebody|one of|people|others|school|work|nursery|him|them|us)"
         r"(?!\s+(?:own|self)\b)")
@@ -351,10 +354,8 @@ _CONTAGION = (
     # "there's something going round at work", "a bug doing the rounds"
     re.compile(r"\b(?P<c>going (?:a)?round|doing the rounds|going about)\b", re.I),
     # "in his school there is whooping cough", "there's been chickenpox at nursery": an infection among others
-    re.compile(rf"\b(?P<c>(?:(?:at|in)\s+(?:his|her|my|the|their|our)\s+{_AMONG_OTHERS}\s+there\s+(?:is|are|was|were|"
-               rf"has been|have been)\s+(?:a lot of\s+|lots of\s+|some\s+|loads of\s+)?{_INFECTION}|there(?:'s|’s| is| are|"
-               rf" was| were| has been| have been)\s+(?:a lot of\s+|lots of\s+|some\s+|loads of\s+)?{_INFECTION}\s+"
-               rf"(?:at|in)\s+(?:his|her|my|the|their|our)\s+{_AMONG_OTHERS}))\b", re.I),
+    re.compile(rf"\b(?P<c>(?:(?:at|in)\s+{_WHOSE}\s+{_AMONG_OTHERS}\s+there\s+{_BE}\s+{_SOME}{_INFECTION}|"
+               rf"there(?:'s|’s|\s+{_BE})(?:\s+been)?\s+{_SOME}{_INFECTION}\s+(?:at|in)\s+{_WHOSE}\s+{_AMONG_OTHERS}))\b", re.I),
     # "half my class has been off with something", "everyone at work has had it"
     re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|this|"
                r"(?:a|the)\s+(?:\w+\s+)?(?:bug|virus|cold|flu|cough|infection|lurgy))|with\s+flu))\b", re.I),

@@ -1241,3 +1241,11 @@ def test_a_he_or_she_after_a_named_relative_is_that_relatives_and_just_ends_only
     assert status_of(state, "medical_history", "diabetes mellitus") is None, state
     assert status_of(state, "exposure", "sick person") == "positive", state
     assert status_of(state, "medical_history", "measles") is None, state
+
+
+def test_how_far_along_a_pregnancy_is_kept_in_the_patients_words(store):
+    """"I'm twenty-nine weeks" records the pregnancy with how far along it is (what tells a late pregnancy's pain
+    from an ectopic's)."""
+    state = talk(store, "I'm twenty-nine weeks pregnant and my feet have swollen.").state().patient_state
+    items = [it for it in state.get("positive_medical_history") or [] if it.get("value") == "pregnancy"]
+    assert items and items[0].get("starting") == "twenty-nine weeks", state

@@ -464,3 +464,14 @@ def test_unexplained_bleeding_needs_a_companion_or_spots_that_do_not_fade(rules)
     on_thinner = {"positive_symptom": [{"value": "unusual bleeding"}, {"value": "fatigue"}],
                   "positive_medication": [{"value": "warfarin"}]}
     assert "unexplained_bleeding_or_petechiae" not in ids(on_thinner, rules)
+
+
+@pytest.mark.parametrize(("starting", "raised"), [("seven weeks", True), (None, True), ("34 weeks", False),
+                                                  ("six months", False)])
+def test_an_ectopic_pregnancy_is_an_early_pregnancys_emergency(rules, starting, raised):
+    """NICE NG126: an ectopic pregnancy presents in the first trimester; a pregnancy said to be 34 weeks along with a
+    pain below the ribs is not one (its weeks not told: recall first)."""
+    pregnancy = {"value": "pregnancy", **({"starting": starting} if starting else {})}
+    state = {"positive_symptom": [{"value": "pain", "location": ["abdomen"]}],
+             "positive_medical_history": [pregnancy]}
+    assert ("ectopic_pregnancy" in ids(state, rules)) == raised

@@ -460,6 +460,9 @@ _AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "fou
                            "a few": 3, "several": 4}
 _AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
+_SPAN_SO_FAR = re.compile(r"^(?:about |around |nearly |almost |over |just over |the (?:last|past) )?"
+                          r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
+                          r"seven|eight|nine|ten)\s+(?P<u>day|week|fortnight|month|year)s?\b")
 _LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|"
                        rf"for (?:(?:many|some|a few|a good few|"
                        rf"several) )?(?:years|decades)|donkey'?s years|as {YOUNG}|when (?:i|he|she) was|"
@@ -480,7 +483,10 @@ def onset_days(item: dict[str, Any]) -> float | None:
     if not text:
         return None
     text = with_digits(text)  # "fifteen years ago" is 15 years
-    if m := _AGO.search(text):
+    # a history item's bare span ("starting": "34 weeks" of a pregnancy, "10 years" of an asthma) is how long it has
+    # gone on: it began that long ago
+    m = _AGO.search(text) or (_SPAN_SO_FAR.match(text) if "onset" not in item else None)
+    if m:
         n = m.group("n")
         amount = float(n) if n[0].isdigit() else float(_AMOUNT.get(n, 1))
         return amount * _SPAN_DAYS[m.group("u")]

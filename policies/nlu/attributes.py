@@ -437,6 +437,19 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
     return None
 
 
+_GESTATION = re.compile(
+    r"\b(?P<n>\d{1,2}|(?:twenty|thirty)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|forty(?:[- ](?:one|two))?|"
+    r"four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+    r"(?:\s*\+\s*\d)?\s+(?P<u>weeks|months)(?=\s+(?:pregnant|gone|along|in)\b|\s*[,.]|\s*$)", re.I)
+"""How far along a pregnancy is ("I'm 34 weeks", "seven weeks pregnant", "five months gone")."""
+
+
+def gestation(text: str) -> str | None:
+    """How far along a pregnancy said in ``text`` is, in the patient's words ("34 weeks"), else None."""
+    m = _GESTATION.search(text)
+    return f"{m.group('n').lower()} {m.group('u').lower()}" if m else None
+
+
 def duration(text: str, ended: bool = False) -> str | None:
     """How long it lasts: constant, intermittent, or the span of an episode that ended (``ended`` as for
     :func:`onset`)."""

@@ -410,6 +410,10 @@ class DetailReader:
         elif m.base == "exposure":
             item = frame.item("exposure", m.value, m.status)
             set_attr(item, "where", attr.where(clause))
+        elif m.base == "medical_history" and m.value == "pregnancy" and m.status == "positive":
+            # how far along, in the patient's words ("34 weeks"): what tells an early pregnancy's emergency (an
+            # ectopic, NICE NG126) from a late one's (pre-eclampsia, NICE NG133)
+            set_attr(frame.item("medical_history", "pregnancy", "positive"), "starting", attr.gestation(sentence))
 
     @staticmethod
     def _taken_for(m: Mention, here: list[Mention]) -> str | None:

@@ -461,8 +461,8 @@ _AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "fou
 _AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
 _SPAN_SO_FAR = re.compile(r"^(?:about |around |nearly |almost |over |just over |the (?:last|past) )?"
-                          r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
-                          r"seven|eight|nine|ten)\s+(?P<u>day|week|fortnight|month|year)s?\b")
+                          r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|"
+                          r"five|six|seven|eight|nine|ten)\s+(?P<u>day|week|fortnight|month|year)s?\b")
 _LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|"
                        rf"for (?:(?:many|some|a few|a good few|"
                        rf"several) )?(?:years|decades)|donkey'?s years|as {YOUNG}|when (?:i|he|she) was|"

@@ -438,8 +438,9 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
 
 
 _GESTATION = re.compile(
-    r"\b(?P<n>\d{1,2}|(?:twenty|thirty)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|forty(?:[- ](?:one|two))?|"
-    r"four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+    r"\b(?P<n>\d{1,2}|(?:twenty|thirty)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|"
+    r"forty(?:[- ](?:one|two))?|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen)"
     r"(?:\s*\+\s*\d)?\s+(?P<u>weeks|months)(?=\s+(?:pregnant|gone|along|in)\b|\s*[,.]|\s*$)", re.I)
 """How far along a pregnancy is ("I'm 34 weeks", "seven weeks pregnant", "five months gone")."""
 

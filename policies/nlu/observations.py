@@ -355,7 +355,8 @@ _CONTAGION = (
     re.compile(r"\b(?P<c>going (?:a)?round|doing the rounds|going about)\b", re.I),
     # "in his school there is whooping cough", "there's been chickenpox at nursery": an infection among others
     re.compile(rf"\b(?P<c>(?:(?:at|in)\s+{_WHOSE}\s+{_AMONG_OTHERS}\s+there\s+{_BE}\s+{_SOME}{_INFECTION}|"
-               rf"there(?:'s|’s|\s+{_BE})(?:\s+been)?\s+{_SOME}{_INFECTION}\s+(?:at|in)\s+{_WHOSE}\s+{_AMONG_OTHERS}))\b", re.I),
+               rf"there(?:'s|’s|\s+{_BE})(?:\s+been)?\s+{_SOME}{_INFECTION}\s+(?:at|in)\s+{_WHOSE}\s+"
+               rf"{_AMONG_OTHERS}))\b", re.I),
     # "half my class has been off with something", "everyone at work has had it"
     re.compile(r"\b(?P<c>(?:off|been off)\s+(?:sick|ill|poorly|with\s+(?:something|it|the same|this|"
                r"(?:a|the)\s+(?:\w+\s+)?(?:bug|virus|cold|flu|cough|infection|lurgy))|with\s+flu))\b", re.I),

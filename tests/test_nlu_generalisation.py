@@ -1249,3 +1249,16 @@ def test_how_far_along_a_pregnancy_is_kept_in_the_patients_words(store):
     state = talk(store, "I'm twenty-nine weeks pregnant and my feet have swollen.").state().patient_state
     items = [it for it in state.get("positive_medical_history") or [] if it.get("value") == "pregnancy"]
     assert items and items[0].get("starting") == "twenty-nine weeks", state
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    # a feared disease is the patient's concern, no history either way
+    ("I'm petrified it's a stroke, my dad had one.", "medical_history", "stroke", None),
+    ("I was frightened it might be leukaemia.", "medical_history", "malignant neoplasms", None),
+    # "only" and "just" end a denial: what follows is had
+    ("I don't drink much, only a glass of wine on a Friday.", "habit", "alcohol abuse", "positive"),
+    ("Nothing regular, just an inhaler for my asthma.", "medical_history", "asthma", "positive"),
+])
+def test_a_feared_disease_is_no_history_and_only_ends_a_denial(store, said, slot, value, status):
+    state = talk(store, "I've had a headache for three days.", said).state().patient_state
+    assert status_of(state, slot, value) == status, state

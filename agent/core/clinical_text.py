@@ -82,8 +82,9 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["a", "an", "some", "the", "just"]}}]))  # not a hedge on when ("maybe fifteen years ago")
     rules += [ConTextRule(p, "NEGATED_EXISTENCE", direction="TERMINATE") for p in terminators]
     # "just" and "only" end a denial ("no pain, just a dull ache") and nothing else: a relative's ("my granddaughter's
-    # just got over chickenpox") or a past scope goes on (a TERMINATE cue would end every scope)
-    rules += [ConTextRule(p, DENIAL_END, direction="PSEUDO") for p in ("just", "only")]
+    # just got over chickenpox") or a past scope goes on (a TERMINATE cue would end every scope). A one-token scope,
+    # as the TERMINATE cues' below, so that medspaCy's overlap test lets it cut the denial's scope.
+    rules += [ConTextRule(p, DENIAL_END, direction="PSEUDO", max_scope=1) for p in ("just", "only")]
     # a figure of speech taken back after it ("I could throttle him, not literally"): the one cue that looks back, since
     # the taking back always follows what it takes back
     figurative = ["not literally", "only joking", "just joking", "just kidding", "only kidding", "letting off steam",

@@ -44,6 +44,7 @@ from policies.nlu.mentions import (
     Mention,
     MentionFinder,
     a_guess,
+    feared,
     resolve_after_the_change,
     resolve_blood,
     resolve_drug_reaction,
@@ -262,6 +263,8 @@ class ClinicalNLU:
             if relation in NO_BLOOD_KIN or (relation and others and self.finder.kin_of_another(
                     said_so_far[:at + (h.clause.lower().find(relation) if relation in h.clause.lower() else 0)])):
                 continue  # "my husband has diabetes", "her brother" (the wife's): no family history, nor the patient's
+            if h.base in ("medical_history", "family_history") and feared(said_so_far or h.clause):
+                continue  # "I'm terrified it's cancer in my lungs": a fear, found by meaning as by a phrase
             status = h.status
             if h.base == "medical_history" and status == "positive" and a_guess(h.clause):
                 status = "unknown"  # "I think I'm having a gastric ulcer": the patient's guess, as for a phrase

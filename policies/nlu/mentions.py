@@ -146,6 +146,8 @@ class MentionFinder:
             if base == "symptom" and status == "negative" and (_CIRCUMSTANCE.search(before)
                                                               or _EPISODES_OF.search(before)):
                 continue  # "no phlegm when I cough", "between the coughs I'm fine": the cough is when, not denied
+            if base in (CONDITION, "medical_history") and feared(before):
+                continue  # "I'm terrified it's cancer", "I wasn't panicking about meningitis": a fear, no history
             if base in (CONDITION, "medical_history") and status == "negative" and _POSSESSED.search(before):
                 status = "positive"  # "never been in hospital with my asthma": the denial is of the stay, not of it
             if status != "negative" and _DENIED_AFTER.match(f.sentence[f.char_end:]):
@@ -331,6 +333,10 @@ _EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\
                           re.I)
 """A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its
 episodes are presupposed, and what the sentence denies is about the time between them."""
+_FEARED = re.compile(r"\b(?:scared|terrified|frightened|afraid|worried|worrying|worries|panicking|panicked|petrified|"
+                     r"paranoid|fear|fearing|feared|dread|dreading|convinced)\b(?:\s+[\w']+){0,6}\s*$", re.I)
+"""A condition named as what the patient fears ("I'm terrified it's cancer", "scared I've got a brain tumour", "I
+wasn't panicking about meningitis"): their concern, which says nothing of their history either way."""
 _POSSESSED = re.compile(r"\b(?:my|his|her|their)\s+(?:\w+\s+)?$", re.I)
 """A condition the speaker calls theirs ("with my asthma", "for her epilepsy"): had, whatever the sentence denies
 ("never been in hospital with my asthma" denies the stay)."""
@@ -382,6 +388,12 @@ _PERSON_NOUN = re.compile(r"\b(?:wife|husband|partner|boyfriend|girlfriend|fianc
 _NAMED_PERSON = re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(?!(?:GP|A&E|NHS)\b)[A-Z][a-z]+\b")
 """One of the patient's people by name ("my Glenys, God rest her, she had the asthma"): case matters, a capital after
 "my" names a person where a body part or a thing would be lower case."""
+
+
+def feared(before: str) -> bool:
+    """Whether a condition said after ``before`` (the words before it) is named as what the patient fears
+    (:data:`_FEARED`), not as theirs ("with my asthma" is theirs however worried they are)."""
+    return bool(_FEARED.search(re.split(r"[,;.]|\b(?:and|but)\b", before)[-1])) and not _POSSESSED.search(before)
 
 
 def someone_elses(earlier: str, clause: str) -> bool:

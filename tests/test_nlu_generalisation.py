@@ -1262,3 +1262,15 @@ def test_how_far_along_a_pregnancy_is_kept_in_the_patients_words(store):
 def test_a_feared_disease_is_no_history_and_only_ends_a_denial(store, said, slot, value, status):
     state = talk(store, "I've had a headache for three days.", said).state().patient_state
     assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "status"), [
+    ("He's eating and drinking normally, no problem there.", "negative"),
+    ("I'm not eating properly at all.", "positive"),
+])
+def test_eating_as_usual_denies_a_lost_appetite_and_drinking_with_eating_is_no_alcohol(store, said, status):
+    """"Eating and drinking normally" is food and fluids: no alcohol habit, and no loss of appetite (a stated
+    normal, as MediTOD annotates it); "not eating properly" is the loss."""
+    state = talk(store, "I've had diarrhoea since Tuesday.", said).state().patient_state
+    assert status_of(state, "symptom", "loss of appetite") == status, state
+    assert not state.get("positive_habit"), state

@@ -75,8 +75,9 @@ class MentionFinder:
                     normal.add((f.sent, value))
                 if a_kind and f.status != "positive":
                     continue  # "the room doesn't spin" denies the spinning, not the dizziness
-            if base == "habit" and _DRINK.fullmatch(f.text.lower()) and _NOT_ALCOHOL.match(f.sentence[f.char_end:]):
-                continue  # "I'm drinking litres of water": drinking, not alcohol
+            if base == "habit" and _DRINK.fullmatch(f.text.lower()) and (
+                    _NOT_ALCOHOL.match(f.sentence[f.char_end:]) or _EATING_AND.search(f.sentence[:f.char_start])):
+                continue  # "I'm drinking litres of water", "eating and drinking normally": drinking, not alcohol
             if (base == "habit" and value != "regular energy drinks"
                     and _SOFT_DRINK_BEFORE.search(f.sentence[:f.char_start])):
                 if not f.sentence[:f.char_start].lower().rstrip().endswith("energy"):
@@ -351,9 +352,12 @@ def _simile(before: str) -> bool:
 
 
 _DRINK = re.compile(r"drink(?:s|ing|er)?")
-_NOT_ALCOHOL = re.compile(r"^(?:(?:\W+\w+){0,5}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
+_NOT_ALCOHOL = re.compile(r"^(?:\s+(?:fine|normally|ok|okay|alright|well|as normal|as usual|properly)\b|"
+                          r"(?:\W+\w+){0,5}?\W+(?:water|fluids?|litres?|liters?|lots|loads|plenty|tea|teas|coffee|"
                           r"coffees|juice|milk|squash|pop|soda|cola|coke|pepsi|smoothies?|energy|red bull|monster|"
                           r"lucozade|fizzy|shakes?)\b|\W+(?:enough|as much as|nearly enough)\b)", re.I)
+_EATING_AND = re.compile(r"\b(?:eating|eat|eats|ate|feeding|feeds|fed)\s+(?:and|or|&)\s+$", re.I)
+"""Drinking said with eating ("she's eating and drinking normally"): food and fluids, not alcohol."""
 _SOFT_DRINK_BEFORE = re.compile(r"\b(?:energy|soft|fizzy|sports|protein|diet|sugary|hot|fruit)\s+$", re.I)
 """A "drinks" that a kind of soft drink names ("three energy drinks a day"): no alcohol."""
 """Words after a bare "drink" that make it something other than alcohol (the lexicon's ``drink`` is alcohol): a

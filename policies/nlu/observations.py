@@ -310,6 +310,14 @@ _FIELD_LOST = (
 sudden visual loss): a veil over what the patient sees, or a part of the vision said to be gone. Recorded as vision
 loss, the sudden loss the red-flag screen asks an emergency for."""
 
+_EATING_WELL = re.compile(
+    r"(?<!not )(?<!n't )(?<!n’t )(?<!never )(?<!barely )(?<!hardly )\b(?P<c>(?:eating|feeding|eats|feeds)"
+    r"(?:\s+and\s+drinking)?\s+(?:fine|normally|well|ok|okay|alright|as normal|as usual|"
+    r"properly|like a horse|plenty|loads)|(?:appetite|appetite's|appetite’s)\s+"
+    r"(?:is\s+|has been\s+|'s been\s+|’s been\s+)?(?:fine|normal|good|ok|okay|the same|as normal|as usual|"
+    r"unchanged))\b", re.I)
+"""Eating said to be as usual ("I'm eating fine", "she's eating and drinking normally", "appetite's fine"): a normal
+observation, so no loss of appetite (MediTOD annotates a stated normal as the negative)."""
 _STEADY_WEIGHT = re.compile(
     r"\bweight(?:'s|’s)?(?:\s+(?:has|have|is|was|been|stayed|stays|staying|remained|kept|pretty|fairly|quite|about|much|"
     r"roughly|just|really|more or less|all|totally|completely)){0,3}\s+(?P<c>steady|stable|the same|unchanged|constant|"
@@ -720,6 +728,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     *((p, "symptom:photopsia") for p in _SEEING_LIGHTS),
     *((p, "symptom:floaters") for p in _FLOATING_SPECKS),
     (_STEADY_WEIGHT, f"symptom:unexplained weight loss{NORMAL}"),
+    (_EATING_WELL, f"symptom:loss of appetite{NORMAL}"),
     (_URINE_PASSED, f"symptom:oliguria{NORMAL}"),
     (_ON_STANDING, "symptom:lightheadedness"),
     (_FIERY_WEE, "symptom:dysuria"),

@@ -1274,3 +1274,15 @@ def test_eating_as_usual_denies_a_lost_appetite_and_drinking_with_eating_is_no_a
     state = talk(store, "I've had diarrhoea since Tuesday.", said).state().patient_state
     assert status_of(state, "symptom", "loss of appetite") == status, state
     assert not state.get("positive_habit"), state
+
+
+def test_an_i_am_that_opens_a_statement_of_its_own_says_yes_to_nothing_asked(store):
+    """"I'm eating and drinking normally" to a question listing weight loss, night sweats and a cough had made all
+    three positive (the "I am" read as a yes) and raised the weight-loss flag for a carer's eczema story; an explicit
+    "yes" stays one."""
+    asked, before, after = _answer_to(store, "My eczema has flared up on my elbows this week.",
+                                      "I'm eating and drinking normally and sleeping fine.")
+    assert asked
+    for base, value in asked:
+        if cmas.SLOTS[base].medical and status_of(before, base, value) is None:
+            assert status_of(after, base, value) != "positive", (base, value, after)

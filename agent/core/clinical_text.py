@@ -1093,11 +1093,12 @@ ANOTHER_EVENT = re.compile(
 that event's, not the complaint's. Verbs that date a complaint ("and I noticed it a week ago") are not it."""
 
 
-def proxy_subject(text: str) -> str | None:
+def proxy_subject(text: str, pronouns: bool = True) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
     son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
     else None. A relative's past ("my dad had a heart attack at 55") or a turn that also tells the speaker's own
-    complaint is family history, not a proxy report."""
+    complaint is family history, not a proxy report. ``pronouns``: a bare "he" or "she" opening may be a carer's
+    ("His lips are going blue"): only in the interview's first words, where nobody has been named yet."""
     text = _HEDGED_LEAD.sub("", unframed(text), count=1)
     words = re.findall(r"[a-z']+", text.lower().replace("’", "'"))
     i = 0
@@ -1115,9 +1116,9 @@ def proxy_subject(text: str) -> str | None:
     if i >= len(words):
         return None
     head: str = words[i].removesuffix("'s")
-    if head in ("his", "her") and i == lead and i + 1 < len(words) and words[i + 1] not in GUARDED:
+    if head in ("his", "her") and i == lead and pronouns and i + 1 < len(words) and words[i + 1] not in GUARDED:
         head = "he" if head == "his" else "she"  # "His lips are going blue": the body of someone spoken of
-    if head in ("he", "she") and i == lead:
+    if head in ("he", "she") and i == lead and pronouns:
         # a carer's opening that names nobody ("He's been fitting for five minutes", "Her lips have gone blue"):
         # the person spoken of is the patient
         return head if _PRESENT.search(text) and not _REPORTS_ON_ME.search(re.split(r"[,;.!?]|\band\b", text)[0]) \
@@ -1186,11 +1187,11 @@ def without_echoes(text: str) -> str:
     return out if out else text
 
 
-def as_the_patient(text: str) -> tuple[str, str | None]:
+def as_the_patient(text: str, pronouns: bool = True) -> tuple[str, str | None]:
     """An opening statement as the patient's own words, and the relative speaking for them (None: the speaker is
     the patient). Callers decide what an opening statement is; later turns of a guardian say "he" / "she", which
-    no reader takes for a relative."""
-    relative = proxy_subject(text)
+    no reader takes for a relative. ``pronouns``: as :func:`proxy_subject`'s."""
+    relative = proxy_subject(text, pronouns)
     return (first_person(unframed(text), relative), relative) if relative else (text, None)
 
 

@@ -270,11 +270,17 @@ class AnswerReader:
         - "Yes, I feel sick" to "any cough?", "I have a couple of pints" to "any vision loss?": the yes is about what
           they named (a symptom; or a habit, a medicine, a condition unless the reply points back at the question:
           "sometimes I've noticed it, like with my asthma");
-        - "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it names.
+        - "I don't smoke, I work in a bakery" to "any palpitations?": the denial is a statement about what it names;
+        - "I am eating fine" to "any weight loss?": an "I am" opening a statement about what it names (no "yes").
         """
         if polarity == "affirm":
-            return any(m.status == "positive" and (m.base == "symptom" or (
-                cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions)
+            if any(m.status == "positive" and (m.base == "symptom" or (
+                    cmas.SLOTS[m.base].medical and not _REFERS_BACK.search(text))) for m in mentions):
+                return True
+            # "I am eating and drinking normally" to "any weight loss, night sweats or cough?": an "I am" that opens
+            # a statement about what it names (a stated normal, a denial) is no yes; an explicit "yes" stays one
+            return (not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text)
+                    and any(cmas.SLOTS[m.base].medical for m in mentions))
         return (polarity == "deny" and not _ANSWER_WORD.match(text) and not _REFERS_BACK.search(text)
                 and any(cmas.SLOTS[m.base].medical for m in mentions))
 

@@ -139,7 +139,10 @@ class ClinicalNLU:
         relative = None
         opening = not any(cmas.slot_items(state, "symptom"))
         if opening:  # the opening statement: maybe a guardian's (MediTOD's guide)
-            text, relative = as_the_patient(text)
+            # a bare "she" opens a carer's account only in the interview's first words (nothing recorded yet): later,
+            # "She's not had a temperature" is the person already spoken of
+            text, relative = as_the_patient(text, pronouns=not any(v for k, v in state.items()
+                                                                   if k != "basic_information"))
         frame = Frame()
         # someone named who is not the patient is someone else, except in the opening statement, where a guardian
         # introduces the patient in ways no list covers ("I was just bringing my son and he's had a cough")

@@ -311,7 +311,8 @@ sudden visual loss): a veil over what the patient sees, or a part of the vision 
 loss, the sudden loss the red-flag screen asks an emergency for."""
 
 _EATING_WELL = re.compile(
-    r"(?<!not )(?<!n't )(?<!n’t )(?<!never )(?<!barely )(?<!hardly )\b(?P<c>(?:eating|feeding|eats|feeds)"
+    r"(?<!not )(?<!n't )(?<!n’t )(?<!never )(?<!barely )(?<!hardly )(?<!stopped )(?<!stop )(?<!longer )(?<!quit )"
+    r"\b(?P<c>(?:eating|feeding|eats|feeds)"
     r"(?:\s+and\s+drinking)?\s+(?:fine|normally|well|ok|okay|alright|as normal|as usual|"
     r"properly|like a horse|plenty|loads)|(?:appetite|appetite's|appetite’s)\s+"
     r"(?:is\s+|has been\s+|'s been\s+|’s been\s+)?(?:fine|normal|good|ok|okay|the same|as normal|as usual|"

@@ -374,7 +374,7 @@ _OTHER_PERSON = (r"(?:he|she|(?:my|our|a|the)\s+(?:wife|husband|partner|boyfrien
                  r"everyone|everybody|people|half (?:the|my) \w+|"
                  # someone not named ("a girl on my floor", "a lad in his class", "some of the kids")
                  r"(?:a|one|another|some)\s+(?:of\s+the\s+)?(?:girls?|boys?|lads?|lass|kids?|child|children|guys?|man|woman|"
-                 r"lady|students?|pupils?|teachers?|nurses?|people|others?)\b)")
+                 r"lady|students?|pupils?|teachers?|nurses?|people)\b)")
 _SOMEONE_ELSE = re.compile(
     rf"(?:^|[.,;]|\b(?:and|but|so|because|cause|actually|also)\b)\W*(?P<who>{_OTHER_PERSON})(?:'s|’s|'ve|’ve|'d|’d)?\s+"
     rf"(?!(?:\w+\s+)?(?:said|says|say|told|tells|thinks|think|reckons|noticed|notices|thought|saw|sees|heard|hears)\b)"

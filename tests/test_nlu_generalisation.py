@@ -1286,3 +1286,16 @@ def test_an_i_am_that_opens_a_statement_of_its_own_says_yes_to_nothing_asked(sto
     for base, value in asked:
         if cmas.SLOTS[base].medical and status_of(before, base, value) is None:
             assert status_of(after, base, value) != "positive", (base, value, after)
+
+
+def test_a_word_restarted_after_a_filler_is_said_once():
+    """"I'm here with um, with my son, who ..." is a guardian's opening (the restart had hidden it, and the son's
+    cough became a sick contact); a pause inside a clause is closed up, a restart across a pause left as said."""
+    from agent.core.clinical_text import proxy_subject
+    from agent.core.speech_repair import repaired
+
+    assert repaired("I'm here with um, with my son, who's had a fever since Monday.") == \
+        "I'm here with my son, who's had a fever since Monday."
+    assert proxy_subject(repaired("I'm here with um, with my son, who's had a fever since Monday.")) == "son"
+    assert repaired("I can't... get my breath") == "I can't get my breath"
+    assert repaired("It's the... it's the pressure.") == "It's the... it's the pressure."

@@ -135,11 +135,15 @@ def _joined_pauses(text: str) -> str:
     return _PAUSE.sub(closed, text)
 
 
+_RESTARTED = re.compile(r"\b([A-Za-z']+)[,.]?\s+(?:(?:uh|um|er|erm|uhm|ah)\b[,.]?\s+)+\1\b", re.I)
+"""A word said again after a filler ("I am here with uh, with my daughter"): a restart, one word meant."""
+
+
 def repaired(text: str) -> str:
     """``text`` with each self-correction's slip replaced by its correction ("my right leg is swollen, no, sorry,
-    the left one" -> "my left leg is swollen") and each pause inside a clause closed up (:func:`_joined_pauses`);
-    text with neither comes back unchanged."""
-    text = _joined_pauses(text)
+    the left one" -> "my left leg is swollen"), each pause inside a clause closed up (:func:`_joined_pauses`) and a
+    word restarted after a filler said once (:data:`_RESTARTED`); text with none comes back unchanged."""
+    text = _RESTARTED.sub(r"\1", _joined_pauses(text))
     start = 0
     while m := _EDIT.search(text, start):
         start = m.end()

@@ -1299,3 +1299,17 @@ def test_a_word_restarted_after_a_filler_is_said_once():
     assert proxy_subject(repaired("I'm here with um, with my son, who's had a fever since Monday.")) == "son"
     assert repaired("I can't... get my breath") == "I can't get my breath"
     assert repaired("It's the... it's the pressure.") == "It's the... it's the pressure."
+
+
+def test_walk19a_a_thing_that_falls_a_smoker_who_stopped_and_a_denial_in_the_next_sentence(store):
+    """The walkthrough `walk19a` (a 64-year-old with food sticking and weight lost): "my trousers are falling off me"
+    had recorded falls, "I smoked twenty a day till five years ago" a current smoker and a job given up, and "since the
+    swallowing started. Never had anything like it." denied the chief complaint. In other words here."""
+    state = talk(store, "Solid food gets stuck in my gullet when I swallow, it's been going on since the spring.",
+                 "My jeans keep falling down on me, I must have lost half a stone.",
+                 "I used to smoke about ten a day up until three years ago.",
+                 "It's been worse since the swallowing trouble began. Nothing like it before.").state().patient_state
+    assert status_of(state, "symptom", "falls") is None, state
+    assert status_of(state, "habit", "former smoker") == "positive", state
+    assert not state.get("occupation"), state
+    assert status_of(state, "symptom", "dysphagia") == "positive", state

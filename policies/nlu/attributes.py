@@ -737,6 +737,10 @@ _SPAN = (r"(?:(?:about|around|nearly|almost|over|just over|just under)\s+)?(?:a|
 _WORK_ENDED = re.compile(rf"\b(?:until|till|up until|up to)\s+(?:last (?:year|month|week|summer|winter|spring|"
                          rf"autumn|christmas)|recently|{_SPAN}|(?:19|20)\d\d)\b")
 """When a job ended, said with it ("I was working as a chef until last year"): the patient works no more."""
+_WORK_WORD = re.compile(r"\b(?:work|worked|working|job|jobs|employed|career|retired|business)\b|\bi was (?:a|an)\s",
+                        re.I)
+"""Work said in the sentence: "until five years ago" ends a job only when a job is what was said ("I smoked twenty
+a day till about five years ago" had recorded a job given up)."""
 _STOPPED_WHEN = re.compile(rf"\b(?:retired|stopped working|gave up work|finished work|left work|lost my job)\s+"
                            rf"(?:{_SPAN}|(?:in|last)\s+(?:(?:19|20)\d\d|year|\w+ year)|at\s+\w+(?:-\w+)?)\b")
 """When the patient stopped working, in their words ("I retired eleven years ago", "gave up work in 2019")."""
@@ -774,7 +778,7 @@ def past_job(text: str, asked: bool = False) -> dict | None:
     librarian"), when they stopped as its when, in their words ("retired eleven years ago", "until last year", else
     "retired"). Said without the question, only with a plain "I'm not working" or "I'm retired"
     ("I used to be a smoker" is no job)."""
-    stop = _NOT_WORKING.search(text) or _WORK_ENDED.search(text)
+    stop = _NOT_WORKING.search(text) or (_WORK_ENDED.search(text) if _WORK_WORD.search(text) else None)
     if not (stop or asked):
         return None
     out: dict = {"status": "false"}

@@ -452,6 +452,7 @@ class ConceptMatcher:
         if not clauses:
             return []
         hits: dict[tuple[str, str], ConceptHit] = {}
+        affirmed: dict[tuple[str, str], ConceptHit] = {}  # the best positive hit of each concept
         for c in clauses:  # "a crushing feeling in the middle of my chest": a pain's quality said at its site
             if (value := self._quality_at_site(c.text)) is not None and not c.family and not c.historical:
                 status = "negative" if c.negated else "unknown" if c.uncertain else "positive"
@@ -509,8 +510,17 @@ class ConceptMatcher:
                     _WORKS_NORMALLY.search(clause.text) or _ABLE.search(clause.text.strip())))
                           else "unknown" if clause.uncertain else "positive")
                 base = "symptom" if kind == "symptom" else "family_history" if clause.family else "medical_history"
+                hit = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)
                 if (base, value) not in hits or sim > hits[(base, value)].similarity:
-                    hits[(base, value)] = ConceptHit(value, status, clause.text, refs[best][1], round(sim, 3), base)
+                    hits[(base, value)] = hit
+                if status == "positive" and ((base, value) not in affirmed or sim > affirmed[(base, value)].similarity):
+                    affirmed[(base, value)] = hit
+        # ... and a denial in one sentence is not said of a concept its neighbour affirms: "since the swallowing
+        # started. Never had anything like it." read together is denied and near the trouble swallowing, which the
+        # first sentence alone affirms (it had turned the chief complaint negative)
+        for key, h in list(hits.items()):
+            if h.status == "negative" and (a := affirmed.get(key)) is not None and a.clause in h.clause:
+                hits[key] = a
         # A denial belongs to the clause that says it: "No, I can pee fine, it just stings" denies trouble passing
         # urine (its clause "I can pee fine"), and the sting the whole sentence is near (dysuria, 0.71) takes no "no"
         # from it: a negative found only in a longer clause around another denied concept's clause is dropped (it

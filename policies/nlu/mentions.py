@@ -85,6 +85,9 @@ class MentionFinder:
                 value = "regular energy drinks"  # "four energy drinks a day", read as drinks a day
             if base == "habit" and value == "smoking" and _CANNABIS_AFTER.match(f.sentence[f.char_end:]):
                 continue  # "smoking weed": cannabis (its own habit), not tobacco
+            if base == "symptom" and value == "falls" and (_THING_FALLS_AFTER.match(f.sentence[f.char_end:])
+                                                           or _THING_BEFORE.search(f.sentence[:f.char_start])):
+                continue  # "my trousers are falling off me": a thing falls, not the patient
             if base == "symptom" and _IDIOM_PAIN.search(f.sentence[max(0, f.char_start - 30):f.char_end + 25]):
                 continue  # "my new manager is a real pain in the neck": a nuisance, no pain
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
@@ -330,6 +333,11 @@ _CIRCUMSTANCE = re.compile(r"\b(?:when(?:ever)?|while|as)\s+(?:i|i'm|i am)\s+(?:
 the patient presupposes it, so the negation of the sentence does not deny it."""
 
 
+_THING_FALLS_AFTER = re.compile(r"^\s+(?:off|apart|to bits|to pieces)\b", re.I)
+_THING_BEFORE = re.compile(r"\b(?:trousers|jeans|clothes|skirt|dress|belt|shoes?|glasses|rings?|watch|teeth|tooth|"
+                           r"nails|things|stuff|plates?|cups?)\b(?:\s+[\w']+){0,3}\s*$", re.I)
+"""A thing that falls ("my trousers are falling off me", "things keep falling out of my hand"): no fall of the
+patient's."""
 _EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\s+|a\s+|each\s+|every\s+)?(?:\w+\s+)?$",
                           re.I)
 """A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its
@@ -452,9 +460,11 @@ _STOPPED_AFTER = re.compile(r"^(?:\W+\w+){0,6}?\W+(?:but|and|so)\W+(?:i\W+|i've\
 
 _QUIT = re.compile(r"\b(?:quit|gave (?:it |them |up )?(?:up)?|given (?:it |them )?up|stopped|packed (?:it |them )?in|"
                    r"knocked (?:it|that|them) on the head|kicked (?:it|the habit)|haven't (?:had|smoked) (?:one|a \w+) "
-                   r"since)\b", re.I)
+                   r"since|(?:till|until|up until|up to) (?:about |around |maybe )?(?:\w+ )?(?:\w+ )?"
+                   r"(?:years?|months?) ago)\b", re.I)
 """A smoker's quitting said after the smoking ("I smoked for thirty years and quit in 2015", "... I packed it in
-three years ago"): a former smoker (the ontology's own value), not a current one."""
+three years ago", "I smoked twenty a day till about five years ago"): a former smoker (the ontology's own value), not
+a current one."""
 
 
 _QUIT_ATTEMPT = re.compile(r"\b(?:try|tried|trying|tries|want|wants|wanted|going|gonna|thinking|think|like|should|"

@@ -265,33 +265,35 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
     characteristics = raw.get("characteristics") or []
     if not isinstance(characteristics, list) or not all(isinstance(x, str) and x.strip() for x in characteristics):
         raise RuleError(f"{where}: 'characteristics' must be a list of how the item feels (the NLU's values)")
-    unless = raw.get("unless") or []
-    if not isinstance(unless, list) or not all(isinstance(x, str) for x in unless):
-        raise RuleError(f"{where}: 'unless' must be a list of symptom values")
-    for v in unless:
-        if not vocab.known("symptom", v):
-            raise RuleError(f"{where}: unless: {v!r} is neither an ontology code nor a configs/vocabulary.yaml symptom")
-    with_any = raw.get("with_any") or []
-    if not isinstance(with_any, list) or not all(isinstance(x, str) for x in with_any):
-        raise RuleError(f"{where}: 'with_any' must be a list of symptom values")
-    for v in with_any:
-        if not vocab.known("symptom", v) and v not in _SITED_NAMES:
-            raise RuleError(f"{where}: with_any: {v!r} is neither a symptom value nor a sited pain name")
+    unless = _known_values(raw, "unless", where, "symptom values", lambda v: vocab.known("symptom", v),
+                           "is neither an ontology code nor a configs/vocabulary.yaml symptom")
+    with_any = _known_values(raw, "with_any", where, "symptom values",
+                             lambda v: vocab.known("symptom", v) or v in _SITED_NAMES,
+                             "is neither a symptom value nor a sited pain name")
     unsaid = raw.get("onset_unsaid_counts", False)
     if not isinstance(unsaid, bool) or (unsaid and days is None):
         raise RuleError(f"{where}: onset_unsaid_counts is true or false, and goes with max_onset_days")
     initiation = raw.get("initiation") or []
     if not isinstance(initiation, list) or not set(initiation) <= {"abruptly", "gradually"}:
         raise RuleError(f"{where}: 'initiation' must be a list of 'abruptly' and 'gradually' (how an item came on)")
-    unless_taking = raw.get("unless_taking") or []
-    if not isinstance(unless_taking, list) or not all(isinstance(x, str) for x in unless_taking):
-        raise RuleError(f"{where}: 'unless_taking' must be a list of medication values")
-    for v in unless_taking:
-        if not vocab.known("medication", v):
-            raise RuleError(f"{where}: unless_taking: {v!r} is not a known medication value")
+    unless_taking = _known_values(raw, "unless_taking", where, "medication values",
+                                  lambda v: vocab.known("medication", v), "is not a known medication value")
     return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, at_least, level,
                      tuple(characteristics), tuple(unless), unsaid, tuple(with_any), tuple(initiation),
                      tuple(unless_taking))
+
+
+def _known_values(raw: dict[str, Any], key: str, where: str, what: str, known: Callable[[str], bool],
+                  unknown: str) -> list[str]:
+    """A condition's list of values under ``key`` (``unless``, ``with_any``, ``unless_taking``), each one the vocabulary
+    knows: a misspelt value would otherwise never match and silently weaken the rule."""
+    values = raw.get(key) or []
+    if not isinstance(values, list) or not all(isinstance(x, str) for x in values):
+        raise RuleError(f"{where}: '{key}' must be a list of {what}")
+    for v in values:
+        if not known(v):
+            raise RuleError(f"{where}: {key}: {v!r} {unknown}")
+    return values
 
 
 _SITED_NAMES = frozenset({"back pain", "leg pain", "arm pain", "neck pain"})

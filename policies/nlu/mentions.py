@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from agent.core.clinical_text import OTHER_PEOPLE, ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
@@ -188,8 +188,7 @@ class MentionFinder:
             owner = m.group("owner")
             if owner not in ("her", "his", "their"):
                 return True  # "my wife's brother"
-            people = [(p.start(), p.group(0)) for word in (*self.lexicon.relations, *NO_BLOOD_KIN)
-                      for p in re.finditer(rf"\b{re.escape(word)}\b", said[:m.start()])]
+            people = _named_in((*self.lexicon.relations, *NO_BLOOD_KIN), said[:m.start()])
             return bool(people) and max(people)[1] in NO_BLOOD_KIN
         return False
 
@@ -201,7 +200,7 @@ class MentionFinder:
         if m is None or m.group("who").lower() not in ("he", "she"):
             return None
         upto = said[:len(said) - len(before) + m.start()]
-        people = [(p.start(), w) for w in self.lexicon.relations for p in re.finditer(rf"\b{re.escape(w)}\b", upto)]
+        people = _named_in(self.lexicon.relations, upto)
         if not people:
             return None
         last = max(people)[1]
@@ -211,20 +210,30 @@ class MentionFinder:
         """:meth:`kin_of_another` for the relation word that owns a mention at character ``before`` of
         ``sentence`` (said after ``earlier``)."""
         low = sentence.lower()
-        found = [m.start() for word in self.lexicon.relations for m in re.finditer(rf"\b{re.escape(word)}\b", low)
-                 if m.start() < before]
+        found = [at for at, _ in _named_in(self.lexicon.relations, low) if at < before]
         return bool(found) and self.kin_of_another(f"{earlier} {sentence[:max(found)]}")
 
     def relation(self, sentence: str, before: int | None = None) -> str | None:
         """The relation word of the lexicon in ``sentence`` (lower case) nearest before character ``before`` (the
         owner of a mention: "my dad has asthma and my sister had a stroke" - the stroke is the sister's), else the
         first one in the sentence, if any."""
-        found = [(m.start(), word) for word in self.lexicon.relations
-                 for m in re.finditer(rf"\b{re.escape(word)}\b", sentence)]
+        found = _named_in(self.lexicon.relations, sentence)
         if not found:
             return None
         earlier = [f for f in found if before is not None and f[0] < before]
         return max(earlier)[1] if earlier else min(found)[1]
+
+
+@lru_cache(maxsize=512)
+def _whole_word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(word)}\b")
+
+
+def _named_in(words: Iterable[str], text: str) -> list[tuple[int, str]]:
+    """(position, word) of each of ``words`` said whole in ``text``: the one scan for who is named where (the owner of
+    a mention, whose relative a "her" is, whom a "she" stands for). The patterns are compiled once: these run on every
+    mention of every turn."""
+    return [(m.start(), w) for w in words for m in _whole_word(w).finditer(text)]
 
 
 _THEIR_KIN = re.compile(

@@ -681,7 +681,8 @@ def test_a_simile_names_no_habit_and_a_description_of_it_may_refine_it(nlu):
 def test_a_pain_elsewhere_in_the_turn_is_its_own_and_a_pain_named_by_its_function_is_that_complaint(nlu):
     """A sore calf said after a chest pain is not a place of the chest pain; "it stings when I pass water" and "it's
     painful to swallow" name dysuria and odynophagia (a pain whose own words place it, "my throat's sore when I
-    swallow", stays the place's pain); a pain that only worsens on breathing stays a pain."""
+    swallow", stays the place's pain); a new pain said only to come on breathing in is the chest's (pleuritic), not a
+    breathlessness, and one of a pain already told stays that pain's factor."""
     s = slots(nlu.frames("I get a stabbing pain in my chest on the left, and my right calf is sore and puffy."))
     chest = next(it for it in s["positive_symptom"] if it["value"] == "chest pain")
     assert not any("calf" in p for p in chest.get("location") or []), s
@@ -691,7 +692,9 @@ def test_a_pain_elsewhere_in_the_turn_is_its_own_and_a_pain_named_by_its_functio
     assert "odynophagia" in values(slots(nlu.frames("My voice is hoarse, and it's painful to swallow.")),
                                    "positive_symptom")
     s = slots(nlu.frames("It hurts when I take a deep breath."))
-    assert values(s, "positive_symptom") == {"pain"}, s
+    assert values(s, "positive_symptom") == {"chest pain"}, s
+    s = slots(nlu.frames("It hurts when I take a deep breath.", state={"positive_symptom": [{"value": "back pain"}]}))
+    assert values(s, "positive_symptom") == {"back pain"}, s
 
 
 def test_a_complaint_found_by_meaning_keeps_its_details_and_its_spread(nlu):

@@ -220,6 +220,15 @@ def conversation_rules() -> list[Any]:
                                                             "OP": "?"},
         {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "hot", "clever", "normal",
                           "fine", "ok", "okay", "alright"]}}]))
+    # "Never had pain like it", "I've never felt a headache like this before": a superlative (the worst ever), which
+    # says the thing is here now and unlike any before, not a denial of it (a thunderclap headache's own words).
+    # "Nothing like that" stays a denial ("no fever, nothing like that").
+    rules.append(ConTextRule("never had pain like it", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["never", "not", "n't", "’t"]}}, {"LOWER": {"IN": ["ever", "once", "in", "my", "life"]},
+                                                           "OP": "*"},
+        {"LOWER": {"IN": ["had", "felt", "experienced", "known", "been", "seen", "have", "feel", "get", "got"]}},
+        {"IS_PUNCT": False, "LOWER": {"NOT_IN": ["and", "but", "or", "so", "no", "nothing", "like"]}, "OP": "{0,4}"},
+        {"LOWER": "like"}, {"LOWER": {"IN": ["it", "this", "that"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))
@@ -786,7 +795,20 @@ def context_pipeline() -> Language:
             rule.on_modifies = _no_clause_between
         if rule.category in ("NEGATED_EXISTENCE", "POSSIBLE_EXISTENCE"):
             rule.terminated_by.add(DENIAL_END)
+        if rule.category == "FAMILY" and rule.direction == "FORWARD" and rule.on_modifies is None:
+            rule.on_modifies = _not_past_a_new_when
     return nlp
+
+
+_NEW_WHEN = re.compile(r"\b(?:when|while|whilst)\s+(?:this|the|a|an|my|i|i'm|i've|i’m|suddenly|all|out|it|it's|it’s)\b")
+
+
+def _not_past_a_new_when(target: Any, modifier: Any, between: Any) -> bool:
+    """ConText's ``on_modifies`` for a relative: a new clause of time whose subject is not the relative ends their
+    scope ("I was out with my partner when this headache exploded", "my son was playing when the pain started"), while
+    "my dad had a stroke when he was sixty" stays his. A callback, not a TERMINATE cue (which would end the denials'
+    and the past's scopes too: "no blood when I go to the loo")."""
+    return not _NEW_WHEN.search(between.text.lower())
 
 
 _CLAUSE_BETWEEN = re.compile(
@@ -1093,6 +1115,9 @@ ANOTHER_EVENT = re.compile(
 that event's, not the complaint's. Verbs that date a complaint ("and I noticed it a week ago") are not it."""
 
 
+_PASSES_ON = re.compile(r"(?:he|she) (?:says|said|tells me|told me|is saying) (?:that )?(?:he|she|his|her)\b")
+
+
 def proxy_subject(text: str, pronouns: bool = True) -> str | None:
     """The relative a speaker is speaking for, when the turn opens by telling that relative's present problem ("My
     son's had a fit", "Mum's gone all muddled since yesterday", "I'm calling about my mum, she's gone all muddled"),
@@ -1120,7 +1145,10 @@ def proxy_subject(text: str, pronouns: bool = True) -> str | None:
         head = "he" if head == "his" else "she"  # "His lips are going blue": the body of someone spoken of
     if head in ("he", "she") and i == lead and pronouns:
         # a carer's opening that names nobody ("He's been fitting for five minutes", "Her lips have gone blue"):
-        # the person spoken of is the patient
+        # the person spoken of is the patient; so is one whose own report an interpreter passes on ("He says he
+        # vomited blood", "She says her head ...")
+        if _PASSES_ON.match(" ".join(words[i:i + 4])):
+            return head
         return head if _PRESENT.search(text) and not _REPORTS_ON_ME.search(re.split(r"[,;.!?]|\band\b", text)[0]) \
             else None
     if head == "old" or (head not in GUARDED and i > 0 and words[i - 1] == "old"):
@@ -1164,7 +1192,15 @@ def first_person(text: str, relative: str) -> str:
                           (r"\bI isn't\b", "I am not"), (r"\bI hasn't\b", "I haven't"), (r"\bI doesn't\b", "I don't"),
                           (r"\bI does\b", "I do")):
         out = re.sub(pattern, repl, out, flags=re.I)
-    return out
+    # the relative's own report of it, put through the speaker ("My husband says the pain in his chest ...", an
+    # interpreter's "She says her headache came all at once"): what they say is the patient's own account
+    return _SAYS_FRAME.sub("", out)
+
+
+_SAYS_FRAME = re.compile(r"(?:(?<=^)|(?<=[.!?;,]\s)|(?<=\band\s))\s*I\s+(?:says|said|tells me|told me|reckons)\s+"
+                         r"(?:that\s+)?(?=(?:my|I|I'm|I've|I'd|it|it's|the|there|there's|this)\b)", re.I)
+"""A report's frame once the relative is "I" ("I says my calf ...", from "she says her calf ..."), at a sentence's or
+a clause's start, before what is reported ("he keeps saying stuff that makes no sense" is the complaint itself)."""
 
 
 OPENING_MIN_WORDS = 4  # "Hi." or "Yes, hello." is no opening statement
@@ -1185,6 +1221,21 @@ def without_echoes(text: str) -> str:
     had recorded a chest pain."""
     out = _ECHO.sub(" ", text).strip()
     return out if out else text
+
+
+_MIND_WORKS = re.compile(
+    r"\b(?:(?:i'm|i am|i've been|i have been|i feel|i'm feeling|(?:he|she)'s|(?:he|she) is)\s+(?:\w+\s+)?"
+    r"(?:thinking (?:straight|clearly|fine)|with it|all there|clear[- ]headed|(?:perfectly |completely )?lucid)|"
+    r"(?:i|he|she)\s+(?:know|knows|knew)\s+(?:exactly\s+|perfectly well\s+|full well\s+|just\s+)?"
+    r"(?:where|who|what)\b)", re.I)
+_DENIAL_WORD = re.compile(r"\b(?:no|not|never|nothing|cannot|without)\b|n't\b|n’t\b", re.I)
+
+
+def says_the_mind_works(clause: str) -> bool:
+    """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), with no negation
+    in it: by meaning it is near the confusion it denies (0.75 from "I cannot think straight"), so neither the red-flag
+    screen nor the NLU's second stage may read it as confusion."""
+    return bool(_MIND_WORKS.search(clause)) and not _DENIAL_WORD.search(clause)
 
 
 def as_the_patient(text: str, pronouns: bool = True) -> tuple[str, str | None]:

@@ -32,6 +32,7 @@ from agent.core.clinical_text import (
     as_the_patient,
     default_clause_reader,
     near_misses,
+    says_the_mind_works,
 )
 from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
@@ -103,6 +104,7 @@ class Condition:
     with_any: tuple[str, ...] = ()  # symptoms one of which must be held too: retention with back pain
     initiation: tuple[str, ...] = ()  # how the item came on ("abruptly"): new floaters said to come suddenly
     unless_taking: tuple[str, ...] = ()  # medicines that, taken, explain the item: bruising on a blood thinner
+    not_mild: bool = False  # a sign that is sudden and severe (torsion): an item said to be mild or easing is not it
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
         raise RuleError(f"{where}: expected a mapping")
     if unknown := set(raw) - {"slot", "values", "status", "location", "min_severity", "max_onset_days", "level",
                               "characteristics", "unless", "onset_unsaid_counts", "with_any", "initiation",
-                              "min_onset_days", "unless_taking"}:
+                              "min_onset_days", "unless_taking", "not_mild"}:
         raise RuleError(f"{where}: unknown keys {sorted(unknown)}")
     slot = raw.get("slot")
     if slot not in cmas.SLOTS:
@@ -278,9 +280,12 @@ def _condition(raw: object, where: str, vocab: Vocabulary, rule_level: str | Non
         raise RuleError(f"{where}: 'initiation' must be a list of 'abruptly' and 'gradually' (how an item came on)")
     unless_taking = _known_values(raw, "unless_taking", where, "medication values",
                                   lambda v: vocab.known("medication", v), "is not a known medication value")
+    not_mild = raw.get("not_mild", False)
+    if not isinstance(not_mild, bool):
+        raise RuleError(f"{where}: not_mild is true or false")
     return Condition(slot, tuple(values), tuple(status), tuple(location), sev, days, at_least, level,
                      tuple(characteristics), tuple(unless), unsaid, tuple(with_any), tuple(initiation),
-                     tuple(unless_taking))
+                     tuple(unless_taking), not_mild)
 
 
 def _known_values(raw: dict[str, Any], key: str, where: str, what: str, known: Callable[[str], bool],
@@ -503,6 +508,20 @@ def onset_days(item: dict[str, Any]) -> float | None:
     return None
 
 
+MILD_AT_MOST = 3.0
+"""A score out of ten at or below which a complaint is mild."""
+
+
+def mild_or_easing(item: dict[str, Any]) -> bool:
+    """Whether an item is said to be mild (the NLU's ``mild``, or a score of at most :data:`MILD_AT_MOST`) or to be
+    getting better: NICE CKS names testicular torsion by its "sudden onset of severe pain", which a testicle that
+    "aches a bit after a long ride" or a pain "getting better today" is not."""
+    sev = str(item.get("severity") or "").lower()
+    score = _severity(item)
+    return (sev == "mild" or (score is not None and score <= MILD_AT_MOST)
+            or "getting better" in str(item.get("progression") or "").lower())
+
+
 def _severity(item: dict[str, Any]) -> float | None:
     m = _NUMBER.search(str(item.get("severity") or ""))
     return float(m.group()) if m else None
@@ -593,6 +612,8 @@ def _matches(
                 continue
             if cond.initiation and item.get("initiation") not in cond.initiation:
                 continue
+            if cond.not_mild and mild_or_easing(item):
+                continue
             days = onset_days(item)
             if cond.max_onset_days is not None and (
                     days > cond.max_onset_days if days is not None else not cond.onset_unsaid_counts):
@@ -679,6 +700,13 @@ def _level(rule: Rule, uncertain: bool, firm: bool = True) -> str:
 _AGAIN = re.compile(r"\b(?:again|another one|once more)\b", re.I)
 
 
+_ENDED_YEARS_AGO = re.compile(
+    r"(?:\bnot|n't|n’t|\bnever)\b[^.!?;]{0,30}?\b(?:in|for)\s+(?:well\s+)?(?:over\s+|more than\s+|about\s+|nearly\s+|"
+    r"almost\s+|the (?:last|past)\s+)?(?:\w+\s+)?(?:years|decades)\b|\bnot since\b[^.!?;]{0,40}?\b(?:years?|school|"
+    r"teen\w*|uni|university|college|i was (?:a|at|in|young\w*))\b|\bclean for\s+(?:\w+\s+)?years\b", re.I)
+"""A past episode said to have ended years ago ("I haven't done it in over ten years", "not since school")."""
+
+
 def happened_again_lately(sentence: str) -> bool:
     """Whether a sentence tells a past event came back lately ("I fainted two years ago and again this morning"): its
     past-time cue does not make the event history, and the onset the NLU keeps (when it first began,
@@ -741,7 +769,8 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     refs, ref_emb = rules.references
     if not refs:
         return {}
-    clauses = [c for c in rules.clauses.clauses(text) if not c.family]
+    clauses = [c for c in rules.clauses.clauses(text) if not c.family
+               and not says_the_mind_works(c.text)]
     if not clauses:
         return {}
     # a clause that denies part of what it says is compared by what it affirms: "My arm's not weak, it just aches with
@@ -887,6 +916,16 @@ def denied_before(rule: Rule, flag: RedFlag, state: dict[str, Any] | None, vocab
     return any(denied) and not any(held)
 
 
+def eased(rule: Rule, state: dict[str, Any] | None, vocab: Vocabulary) -> bool:
+    """Whether the state holds the sign of a rule that wants it severe (``not_mild``) only as mild or easing: "my
+    testicle aches a bit after a long ride" is near a torsion's words, and the state says how bad it is."""
+    strict = [c for c in rule.any_of if c.not_mild]
+    if not strict or not state:
+        return False
+    held = any(_matches(state, c, vocab) for c in strict)
+    return not held and any(_matches(state, replace(c, not_mild=False), vocab) for c in strict)
+
+
 def _said_with(rule: Rule, flag: RedFlag, text: str) -> bool:
     """Whether a sentence of ``text`` that holds a clause of ``flag``'s evidence says one of the rule's ``said_with``
     words (a head injury's blow: "hit", "banged", "fell"), so that a match by meaning is about what the rule is."""
@@ -958,11 +997,17 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
             continue
         # recall first: a firm match denied before or explained away by its own words is kept, lowered to
         # "possible"; a weak one, or one both denied and explained, goes
-        against = (denied_before(rule, found[rule.id], state, rules.vocab), explained(rule, found[rule.id]))
+        against = (denied_before(rule, found[rule.id], state, rules.vocab),
+                   explained(rule, found[rule.id]) or eased(rule, state, rules.vocab))
         if all(against) or (any(against) and found[rule.id].level == "possible"):
             del found[rule.id]
         elif any(against):
             found[rule.id].level = "possible"
+    for rule in rules.rules:  # a past self-harm the patient says ended years ago is their history (recorded as
+        # such), not a risk now: "I used to cut when I was at school, I haven't in ten years" raises nothing
+        if (rule.id in found and rule.hedge_keeps_level and found[rule.id].level == "possible"
+                and _ENDED_YEARS_AGO.search(text) and not happened_again_lately(text)):
+            del found[rule.id]
     if relative:
         for flag in found.values():
             for e in flag.evidence:

@@ -208,6 +208,15 @@ _A_SCORE = re.compile(
     r"months?|years?|miles?|pack|times?|o'clock|am|pm|in the|at night|on)\b)")
 """A score said unasked with its article ("a constant gnawing ache, about a seven"): a number said so is a rating."""
 _SEVERITY_WORD = re.compile(r"\b(mild|moderate|severe|excruciating|unbearable)\b")
+_FEELINGS = r"worried|anxious|scared|frightened|concerned|nervous|embarrassed|silly|daft|stressed|upset|of\s+a\s+\w+"
+_MILD = re.compile(rf"\b(?:a\s+(?:little\s+|tiny\s+)?bit"
+                   rf"(?!\s+(?:more|worse|longer|harder|further|faster|{_FEELINGS})\b)|"
+                   rf"a\s+little(?!\s+(?:more|worse|longer|while|{_FEELINGS})\b)|slight(?:ly)?|a\s+touch|"
+                   r"twinges?|niggl\w*|not\s+(?:too|that|very|so)\s+(?:bad|painful|sore))\b", re.I)
+"""How people say a complaint is mild ("a bit of a twinge", "my testicle aches a bit", "not too bad"): the ``mild``
+of the severity scale's words (a comparison, "a bit worse", says how it changed, and "a bit worried" how the patient
+feels, not how bad it is)."""
+_SEVERE = re.compile(r"\b(?:agonising|agonizing|agony|unbearable|excruciating)\b", re.I)
 _BARE_NUMBER = re.compile(
     r"^\W*(?:uh|um|er|i'd say|i would say|probably|maybe|about|around|like|\s)*"
     r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b"
@@ -470,8 +479,10 @@ def frequency(text: str) -> str | None:
     return None
 
 
-def severity(text: str, asked: bool = False) -> str | None:
-    """``7 out of 10`` -> ``7``; a bare number answers a severity question; else mild / moderate / severe."""
+def severity(text: str, asked: bool = False, lay_mild: bool = False) -> str | None:
+    """``7 out of 10`` -> ``7``; a bare number answers a severity question; else mild / moderate / severe.
+    ``lay_mild``: a pain's, so "a bit", "slight", "a twinge" say it is mild (:data:`_MILD`), which the torsion rule
+    reads; MediTOD's annotators left "a bit short of breath" without a severity, so other complaints keep none."""
     if m := _SEVERITY_NUM.search(text):
         return _WORD_NUMBERS.get(m.group(1), m.group(1))
     if asked and (m := _BARE_NUMBER.search(text) or _SCALE_NUMBER.search(text)):
@@ -485,6 +496,10 @@ def severity(text: str, asked: bool = False) -> str | None:
         return n
     if m := _SEVERITY_WORD.search(text):
         return m.group(1)
+    if _SEVERE.search(text):
+        return "severe"  # "agonising": the scale's word for it (the grounding keeps the scale's words only)
+    if lay_mild and _MILD.search(text):
+        return "mild"
     return None
 
 
@@ -606,13 +621,32 @@ _BARE_POSITIONS = frozenset({"low down", "lower down", "down low"})
 _SIDES = frozenset({"left side", "right side"})
 
 
+_PLACE_FINE = re.compile(r"\s*(?:'s|’s|\s+is|\s+are|\s+was|\s+were|\s+feels?|\s+seems?|\s+looks?)\s+"
+                         r"(?:totally\s+|completely\s+|perfectly\s+|absolutely\s+|both\s+|all\s+)?"
+                         r"(?:fine|ok|okay|alright|all right|normal|good|unaffected)\b", re.I)
+
+
+_SIMILE_BEFORE = re.compile(r"\b(?:like|as big as|as round as|the size of|size of)\s+(?:a|an|the|some)?\s*"
+                            r"(?:[a-z]+[- ]){0,2}$", re.I)
+"""A simile's object said just before a place word ("swollen like a tennis ball", "the size of a golf ball")."""
+
+
+_OWNED_ONLY = frozenset({"ball", "balls", "nut", "nuts"})
+"""Slang for a part that is also a thing ("a tennis ball", "a nut allergy"): a place only when someone's ("my balls",
+"his left nut", "kicked in the balls")."""
+_OWNER_BEFORE = re.compile(r"\b(?:my|his|your|their|the|left|right|one|both|either|other)\s+$", re.I)
+
+
 def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]:
     """The body locations ``text`` names (:func:`phrase_hits` over the lexicon's location phrases), a paired part said
     with its side keeping it: "my left testicle" is ``left testicle``, "my right knee" ``right knee`` (the side the
     examination, the stroke rule and the note need; the cards and the red-flag rules write a side this way, and
     ``knee(L)`` of the ontology reads as ``left knee``). ``sided``: the parts the ontology names with a side."""
     out = []
-    hits = _matches(text, table)
+    # a part given a clean verdict ("my testicles are fine", "the other leg's normal") is where it is not
+    hits = [h for h in _matches(text, table) if not _PLACE_FINE.match(text, h[1])
+            and not _SIMILE_BEFORE.search(text, 0, h[0])  # "puffed up like a tennis ball": a figure, no place
+            and not (h[2] in _OWNED_ONLY and not _OWNER_BEFORE.search(text, 0, h[0]))]
     if any(p not in _BARE_POSITIONS and table[p] not in _SIDES for _, _, p in hits):
         hits = [h for h in hits if h[2] not in _BARE_POSITIONS]  # "low down in my back": the back
     # a side said of the part after it ("on my left hand") is that part's side, no place of its own

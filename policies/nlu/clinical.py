@@ -178,7 +178,7 @@ class ClinicalNLU:
         self.details.place_from_before(frame, mentions, state)
         self.details.side_of_the_same_part(frame, text, state)
         self.details.name_angioedema(frame, mentions)
-        self.details.pain_at_rest(frame, mentions)
+        self.details.pain_at_rest(frame, mentions, sents)
         self.details.records(frame, text, whole, asked)
         if relative in GUARDED_SEX:  # "I'm here with my mum": the patient is a woman
             frame.record("basic_information").setdefault("sex", GUARDED_SEX[relative])

@@ -21,7 +21,15 @@ from functools import cached_property
 import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from agent.core.clinical_text import Clause, ClauseReader, clause_core, default_clause_reader, singular, word_stem
+from agent.core.clinical_text import (
+    Clause,
+    ClauseReader,
+    clause_core,
+    default_clause_reader,
+    says_the_mind_works,
+    singular,
+    word_stem,
+)
 from agent.core.lay_terms import CODED, glossed, lay_phrases
 from agent.core.ontology import FACULTIES, SITE_VALUES, Vocabulary, body_part_words, site_of
 from agent.core.safety import default_rules
@@ -69,11 +77,16 @@ _ANAPHOR = re.compile(r"^(?:it|it's|its|they|they're|that|that's|this|which)\b",
 _COUNT = (r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
           r"fifty|a few|few|a couple of|couple of|several|many|some)")
 _WHEN = re.compile(
-    rf"\b(?:(?:maybe|perhaps|probably|about|around|roughly|nearly|almost|over|like)\s+)*(?:{_COUNT}\s+(?:years?|"
-    r"months?|weeks?|days?)\s+(?:ago|back|before)|(?:last|this|next)\s+(?:year|month|week|winter|summer|spring|"
-    r"autumn)|when i was (?:a (?:kid|child|baby|teenager)|little|younger|at school)|as a (?:kid|child|baby|"
+    rf"\b(?:(?:maybe|perhaps|probably|about|around|roughly|nearly|almost|over|like|just)\s+)*(?:(?:half\s+)?{_COUNT}\s+"
+    r"(?:and a half\s+)?(?:years?|months?|weeks?|days?|hours?|minutes?|mins?)\s+(?:ago|back|before)|"
+    r"(?:last|this|next)\s+(?:year|month|week|winter|summer|spring|autumn|night|morning|afternoon|evening)|"
+    rf"(?:since|from)\s+(?:yesterday|last night|this morning|the weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|"
+    rf"for\s+(?:the\s+(?:past|last)\s+)?(?:half\s+)?{_COUNT}\s+(?:years?|months?|weeks?|days?|hours?|minutes?)|"
+    r"yesterday|today|tonight|"
+    r"when i was (?:a (?:kid|child|baby|teenager)|little|younger|at school)|as a (?:kid|child|baby|"
     r"teenager))\b", re.I)
-"""When a thing happened ("perhaps twenty years ago", "last year", "as a kid"): no part of what it is, and in a short
+"""When a thing happened ("perhaps twenty years ago", "last year", "as a kid", "about an hour ago", "since
+yesterday", "for three days"): no part of what it is, and in a short
 clause it pulls the encoder away from the illness named (a duodenal ulcer "perhaps twenty years ago": 0.58 from
 peptic ulcer; the illness alone is nearer). Cut before a clause is compared by meaning."""
 
@@ -444,7 +457,7 @@ class ConceptMatcher:
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
                     or goes_on_with_a_quality(c.text) or only_colour(c.text)
-                    or self._place_said_to_be_fine(c.text) or factor_of_it(c.text)):
+                    or self._place_said_to_be_fine(c.text) or factor_of_it(c.text) or says_the_mind_works(c.text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)

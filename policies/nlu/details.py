@@ -44,8 +44,22 @@ _AT_REST = re.compile(
     r"\b(?:at rest|(?:while|when|as)\s+(?:i\s+was\s+|i'm\s+|i\s+am\s+|he\s+was\s+|she\s+was\s+)?(?:just\s+)?"
     r"(?:resting|sitting|sat|lying|laid|watching|reading|asleep|sleeping|in bed|in my chair|doing nothing)|"
     r"sitting (?:down|still|quietly)|sat (?:down|still|in my chair)|lying (?:down|in bed)|"
-    r"doing nothing|not doing anything|woke me|wakes me|woken me)\b", re.I)
+    r"doing nothing|not doing anything|woke me|wakes me|woken me|"
+    r"(?:came|come|comes|started|starts|began|begins|kicked in)\s+(?:on\s+)?(?:while\s+|when\s+)?(?:i\s+was\s+|i'm\s+)?"
+    r"(?:just\s+)?(?:watching|sitting|reading|resting|lying|asleep|sleeping|in bed|in my chair))\b", re.I)
 """A pain come while at rest (NICE CG95: "pain at rest"), not on exertion."""
+_SPEAKS_OF_IT = re.compile(
+    r"^\W*(?:(?:and|but|so|well|oh|um|er|uh|yes|yeah|yep|no|nope|mm|hmm|ok|okay|i'd say|i would say|i think|i guess|"
+    r"i reckon|probably|maybe|perhaps|roughly|about|around|only|just|oh)\W+)*"
+    r"(?:since|for|over|last|this|yesterday|today|on|at|in|from|a|an|\d+|one|two|three|four|five|six|seven|eight|nine|"
+    r"ten|few|couple|several|started|starts|began|begun|came|comes|gradually|suddenly|slowly|worse|better|constant|"
+    r"all|every|most|mostly|sometimes|now|then|off|on|and)\b|\b(?:it|it's|its|this|that|they|them|these|those)\b",
+    re.I)
+"""A sentence that names nothing and speaks of what was just named: its "it" ("I noticed it a week ago"), or an answer
+that opens with a time or a course ("Two days ago.", "Since Monday, on and off", "Gradually, over a week"). One that
+tells another thing ("I had a stent put in three years back") does not date the complaint."""
+_IT_AGAIN = re.compile(r"^\W*(?:and\s+)?(?:it|this|that|the pain|the ache|the pressure|the tightness)\b", re.I)
+"""A sentence that goes on about what the one before named ("... pain in my chest. It came on watching telly.")."""
 
 _PLACE_DENIED = re.compile(r"\b(?:no|not|never|nothing|fine|normal|ok|okay|alright|unaffected)\b|n't\b", re.I)
 """A sentence that names no symptom and denies or clears a place ("My eyes are fine.", "Not my arms.") places nothing:
@@ -101,7 +115,7 @@ class DetailReader:
         set_attr(out, "onset", attr.onset(clause, asked="onset" in asked_checks, ended=ended))
         set_attr(out, "duration", attr.duration(clause, ended=ended))
         set_attr(out, "frequency", attr.frequency(clause))
-        set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks))
+        set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks, lay_mild=names_a_pain(value)))
         set_attr(out, "initiation", attr.initiation(clause, asked="initiation" in asked_checks))
         prog = attr.progression(clause, asked="progression" in asked_checks)
         if prog and not (
@@ -265,7 +279,8 @@ class DetailReader:
         for i, sentence in enumerate(sents):
             here = by_sent.get(i, [])
             symptoms = [m for m in here if m.base == "symptom" and m.status != "negative"]
-            carried = not here and last_symptoms  # "It started a week ago." is about what was just named
+            # "It started a week ago." is about what was just named; "I had a stent put in three years back" is not
+            carried = not here and last_symptoms and _SPEAKS_OF_IT.search(sentence) is not None
             ended = attr.episode_ended(sentence)  # "jumbled for a minute or so, but it passed": a duration
             for m in symptoms or (last_symptoms if carried else []):
                 item = frame.item("symptom", m.value, mention_status(m))
@@ -334,14 +349,20 @@ class DetailReader:
                 set_attr(frame.item("symptom", m.value, mention_status(m)), "location", said)
 
     @staticmethod
-    def pain_at_rest(frame: Frame, mentions: list[Mention]) -> None:
+    def pain_at_rest(frame: Frame, mentions: list[Mention], sents: list[str] | None = None) -> None:
         """A chest pain that came while the patient was at rest ("while I was sitting watching telly", "it woke me")
         is also MediTOD's ``chest pain rest``: angina at rest is unstable (NICE CG95 1.1.1.1, an acute coronary
-        syndrome's presentation), which a pain brought on by exertion is not. Said in the pain's own sentence."""
+        syndrome's presentation), which a pain brought on by exertion is not. Said in the pain's own sentence, or in
+        the next one (``sents``: the turn's sentences) when that one goes on about it ("It came on watching telly")."""
         for m in mentions:
             if m.base != "symptom" or m.value != "chest pain" or m.status != "positive":
                 continue
-            if _AT_REST.search(m.sentence):  # its own part of the sentence is a piece of the sentence
+            at = m.sent if m.sent >= 0 else next(  # a mention found by meaning holds its clause: find its sentence
+                (i for i, x in enumerate(sents or []) if attr.clean(m.sentence).lower().strip(" .!?") in x.lower()), -1)
+            told = [m.sentence] + ([sents[at]] if sents and at >= 0 else [])
+            if sents and 0 <= at < len(sents) - 1 and _IT_AGAIN.match(sents[at + 1]):
+                told.append(sents[at + 1])
+            if any(_AT_REST.search(t) for t in told):  # its own part of the sentence is a piece of the sentence
                 item = frame.item("symptom", "chest pain", "positive")
                 rest = frame.item("symptom", "chest pain rest", "positive")
                 for k in ("onset", "duration"):

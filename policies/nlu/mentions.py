@@ -138,6 +138,8 @@ class MentionFinder:
                 base, value = "exposure", "sick person"  # "my grandson had a cold last week": a contact, no history
             elif base == CONDITION:
                 base = "family_history" if relation else "medical_history"
+            elif base == "medical_history" and relation and relation != proxy:
+                continue  # "my mum had her knee operated on": a relative's operation or stay is no one's history here
             elif relation and base == "symptom" and (illness := self._conditions.get(singular(f.text.lower()))):
                 # a relative's lasting illness ("my sister gets migraines") runs in families: not a sick contact
                 base, value = "family_history", illness
@@ -154,6 +156,9 @@ class MentionFinder:
                 continue  # "I'm terrified it's cancer", "I wasn't panicking about meningitis": a fear, no history
             if base in (CONDITION, "medical_history") and status == "negative" and _POSSESSED.search(before):
                 status = "positive"  # "never been in hospital with my asthma": the denial is of the stay, not of it
+            if value == PAST_EXPERIENCE and status != "negative" and _NEVER_BEFORE.search(before):
+                status = "negative"  # "never had pain like this before": no past episode (the superlative is no
+                # denial of the pain, clinical_text's "never had pain like it", but it is one of the past's)
             if status != "negative" and _DENIED_AFTER.match(f.sentence[f.char_end:]):
                 status = "negative"  # "Fever no.", "Blood? None.": the denial said after what it denies
             if base == "medication" and _ONLY_CONSIDERED.search(f.sentence[:f.char_start]):
@@ -171,6 +176,9 @@ class MentionFinder:
             elif (base == "medical_history" and status == "positive" and not relation
                     and _GUESS_BEFORE.search(f.sentence[:f.char_start])):
                 status = "unknown"  # "it's probably just flu", "could be a virus": the patient's guess, not had
+            elif (base == "symptom" and status == "positive" and not relation
+                    and _IT_IS_ONLY.search(f.sentence[:f.char_start])):
+                status = "unknown"  # "I'll bet it's only indigestion": what the patient thinks the complaint is
             if (f.sent, value) in normal and seen is not None and status == "positive":
                 status = "negative"
             out.append(Mention(base, value, status, f.sent, f.start, relation, f.sentence, f.char_start, f.char_end))
@@ -306,6 +314,17 @@ virus", "I think I'm having a gastric ulcer or gastritis"): a diagnosis the pati
 taken to test, not one they have been given. Recorded as unknown, as a condition the patient asks about is; recorded
 as had, it had made a meningitis story influenza."""
 
+_IT_IS_ONLY = re.compile(
+    r"\b(?:(?:(?:i'll|i will|i'd|i)\s+bet|i expect|i'm sure|i am sure|i reckon|i think|i'm guessing)\s+"
+    r"(?:it'?s|it is|it'll be|it will be|this is|that's)\s+(?:probably\s+|likely\s+|surely\s+)?|"
+    r"(?:it'?s|it is|it'll be|it will be|this is|that's)\s+(?:probably|likely|surely)\s+|"
+    r"(?:^|(?<=[.!?,;]\s))\s*(?:probably|likely|most likely|bet it's)\s+)"
+    r"(?:only|just|nothing but|nothing more than)\s+(?:a\s+|an\s+|some\s+|bad\s+|a bit of\s+|a touch of\s+)?$", re.I)
+"""A complaint's name said as the patient's guess at what "it" only is ("I'll bet it's only indigestion", "it's
+probably just heartburn"): their explanation of the complaint they go on to tell (a crushing chest pain), not a
+second complaint; recorded as unknown, as a guessed condition is. Without the guess ("it's just a headache") it is the
+complaint, played down."""
+
 _GUESS_IN = re.compile(_GUESS_BEFORE.pattern.removesuffix("$"), re.I)
 
 
@@ -355,6 +374,9 @@ _FEARED = re.compile(r"\b(?:scared|terrified|frightened|afraid|worried|worrying|
                      r"paranoid|fear|fearing|feared|dread|dreading|convinced)\b(?:\s+[\w']+){0,6}\s*$", re.I)
 """A condition named as what the patient fears ("I'm terrified it's cancer", "scared I've got a brain tumour", "I
 wasn't panicking about meningitis"): their concern, which says nothing of their history either way."""
+PAST_EXPERIENCE = "past experience"
+_NEVER_BEFORE = re.compile(r"\bnever\b|(?:\bnot|n't|’t)\s+(?:ever\s+)?(?:had|felt|experienced|been|known)\b", re.I)
+"""A denial of ever having had it, said before "... like this before" (MediTOD: medical history "past experience")."""
 _POSSESSED = re.compile(r"\b(?:my|his|her|their)\s+(?:\w+\s+)?$", re.I)
 """A condition the speaker calls theirs ("with my asthma", "for her epilepsy"): had, whatever the sentence denies
 ("never been in hospital with my asthma" denies the stay)."""
@@ -580,6 +602,13 @@ def pain_kind(value: str) -> bool:
     return value != "pain" and names_a_pain(value)
 
 
+_ON_BREATHING = re.compile(
+    r"\b(?:(?:when|whenever|if|as|every time)\s+(?:i|he|she)\s+(?:breathe|breath|breathes|inhale|inhales|take a "
+    r"(?:deep |big )?breath|takes? a (?:deep |big )?breath|try to breathe)|"
+    r"on (?:breathing|deep breathing|breathing in)|breathing in|(?:deep|big) breaths?)\b", re.I)
+"""A pain brought on by breathing in, as patients say it (the pleuritic pain of NICE CKS Chest pain)."""
+
+
 def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None,
                  asked: Sequence[str] = ()) -> None:
     """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the one
@@ -600,6 +629,12 @@ def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str]
     asked_pains = [v for v in asked if pain_kind(v)]
     target = specific[0] if specific else asked_pains[0] if asked_pains else known[-1] if known else None
     if target is None:
+        if places:  # a new pain said only to come on breathing in ("a stabbing pain when I breathe in") is in the
+            for m in mentions:  # chest: pleuritic chest pain (NICE CKS Chest pain), the pulmonary embolism's sign
+                own = parts.get(id(m), m.sentence)
+                if (m.base == "symptom" and m.value == "pain" and m.status != "negative"
+                        and _ON_BREATHING.search(own) and not _body_parts(own, places)):
+                    m.value = "chest pain"
         return
     for m in mentions:
         if m.base == "symptom" and m.value == "pain":

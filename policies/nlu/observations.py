@@ -507,10 +507,21 @@ come round): "the next thing I knew I was on the pavement", "people standing ove
 _BIGGER_THAN_OTHER = re.compile(
     r"\b(?:legs?|calf|calves|ankles?|thighs?|knees?|feet|foot|arms?|hands?|wrists?|testicles?|testes|balls?|nuts?)"
     r"(?:['’]s|\s+(?:is|are|has|have|looks?|seems?|feels?|gone|got|become|been|getting))*\s+(?:\w+\s+){0,3}?"
-    r"(?P<c>(?:bigger|larger|fatter|thicker|puffier|wider|more swollen|swollen(?: up)?|puffed up)\s+(?:round\s+)?"
-    r"(?:than|compared (?:to|with))\s+(?:the|my|his|her)\s+other)\b", re.I)
+    r"(?P<c>(?:(?:bigger|larger|fatter|thicker|puffier|wider|more swollen|swollen(?: up)?|puffed up)\s+(?:round\s+)?"
+    r"(?:than|compared (?:to|with))|(?:twice|double|two times|three times)\s+the\s+(?:size|width|thickness)\s+of)"
+    r"\s+(?:the|my|his|her)\s+(?:other|left|right)(?!\s+(?:side|hand side)\b))\b", re.I)
 """A limb (or a testicle) bigger than its fellow: one side swollen, as the Wells score asks it ("calf swelling at
-least 3 cm larger than the asymptomatic side") and patients see it ("one leg's much bigger than the other")."""
+least 3 cm larger than the asymptomatic side") and patients see it ("one leg's much bigger than the other", "my left
+leg is twice the size of the right", "fatter than the left")."""
+
+_PART_OPERATED = re.compile(
+    r"\b(?:had|having|have had|'ve had|got)\s+(?:my|his|her|their|a|the)\s+(?:new\s+)?(?:(?:left|right)\s+)?"
+    r"(?:hip|knee|shoulder|appendix|gall ?bladder|womb|uterus|tonsils|ovar(?:y|ies)|kidney|spleen|bowel|prostate|"
+    r"thyroid|breast|cataracts?|varicose veins|veins|hernia|bunions?|wisdom teeth)\s+(?P<c>replaced|removed|taken out|"
+    r"out|done|operated on|repaired|fixed|pinned|plated|reconstructed|resurfaced)\b", re.I)
+"""An operation said as what was done to the part ("I had my hip replaced", "she had her womb removed", "had my
+tonsils out"): surgery, a clot's risk for weeks after (NICE NG89). The span is what was done, so a condition named
+as the part ("my cataracts done") is still its own mention."""
 
 _SUFFERING_WITH = re.compile(
     r"\b(?P<c>(?:screaming|crying|suffering|struggling|bothered|plagued|in agony|in pain|in bits|playing up|bad|poorly|"
@@ -751,6 +762,7 @@ _TOLD: tuple[tuple[re.Pattern[str], str], ...] = (
     (_LIPS_SWELLING, "symptom:angioedema"),
     (_THROAT_CLOSING, "symptom:angioedema"),
     (_BIGGER_THAN_OTHER, "symptom:swelling"),
+    (_PART_OPERATED, "medical_history:operative surgical procedures"),
     (_SUFFERING_WITH, "symptom:pain"),
     (_WORST_HEADACHE, "symptom:thunderclap headache"),
     (_EAR_DISCHARGE, "symptom:ear discharge"),

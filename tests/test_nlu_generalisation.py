@@ -1443,3 +1443,36 @@ def test_a_past_self_harm_said_to_have_ended_years_ago_raises_nothing_but_a_retu
     flags = {f["id"] for f in talk(store, "I used to cut myself years ago, and last night I did it again.")
              .state().red_flags}
     assert "self_harm" in flags, flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    # a bare "not hot" denies the heat ("not so hot" is the idiom for unwell); being up at night is no vomiting
+    ("My knees are stiff and sore but they're not hot.", "symptom", "fever", None),
+    ("I've been up four nights running with the baby and I'm shattered.", "symptom", "vomiting", None),
+    # the caffeine drink taken before training is no alcohol
+    ("I have a pre-workout shake before the gym most days.", "habit", "alcohol abuse", None),
+    ("I have a pre-workout shake before the gym most days.", "habit", "regular energy drinks", "positive"),
+    # a relative's "heart rhythm thing" is a heart disease in the family
+    ("My mum's got a heart rhythm thing, she's on tablets for it.", "family_history", "heart disease", "positive"),
+    # the abbreviation patients are given
+    ("I've had AF for a few years and I'm on apixaban.", "medical_history", "atrial fibrillation", "positive"),
+    # a blocked nose in everyday words is the nose's, not the bowel's
+    ("My nose is bunged up and I can't taste anything.", "symptom", "nasal congestion", "positive"),
+    ("My nose is bunged up and I can't taste anything.", "symptom", "constipation", None),
+    # a faint told by what came after it
+    ("I was queuing at the shop and the next thing I remember I was on the floor.", "symptom", "syncope", "positive"),
+    ("I must have blacked out for a bit, I can't remember falling.", "symptom", "syncope", "positive"),
+])
+def test_everyday_words_read_as_what_they_mean_and_nothing_more(store, said, slot, value, status):
+    state = talk(store, "I've had a cough for about a week.", said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+def test_a_recovery_denied_says_the_complaint_goes_on_and_a_condition_read_about_is_not_had(store):
+    """"My nose hasn't cleared, it's bunged up" is a blocked nose (the denied recovery had denied it, and "bunged up"
+    had made it constipation); "I've been reading about AF" is a worry, not a history."""
+    state = talk(store, "Since my cold my sinuses just haven't settled, they're bunged up all the time.").state()
+    assert status_of(state.patient_state, "symptom", "nasal congestion") == "positive", state.patient_state
+    assert status_of(state.patient_state, "symptom", "constipation") is None, state.patient_state
+    state = talk(store, "My heart keeps skipping beats and I've been googling heart failure all week.").state()
+    assert status_of(state.patient_state, "medical_history", "heart failure") is None, state.patient_state

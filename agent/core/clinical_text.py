@@ -218,8 +218,13 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
         {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]},
                                                             "OP": "?"},
-        {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "hot", "clever", "normal",
+        {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "clever", "normal",
                           "fine", "ok", "okay", "alright"]}}]))
+    # ... "not so hot" among them, with its degree word: a bare "they're not hot or red" denies the heat
+    rules.append(ConTextRule("not so hot", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
+        {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]}},
+        {"LOWER": "hot"}]))
     # "Never had pain like it", "I've never felt a headache like this before": a superlative (the worst ever), which
     # says the thing is here now and unlike any before, not a denial of it (a thunderclap headache's own words).
     # "Nothing like that" stays a denial ("no fever, nothing like that").
@@ -229,6 +234,18 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["had", "felt", "experienced", "known", "been", "seen", "have", "feel", "get", "got"]}},
         {"IS_PUNCT": False, "LOWER": {"NOT_IN": ["and", "but", "or", "so", "no", "nothing", "like"]}, "OP": "{0,4}"},
         {"LOWER": "like"}, {"LOWER": {"IN": ["it", "this", "that"]}}]))
+    # "My nose hasn't cleared", "the cough hasn't gone away", "it won't settle": a denied recovery says the complaint
+    # goes on, and denies nothing of it ("hasn't gone into my arm" is no recovery: "gone" only with "away")
+    degree = {"LOWER": {"IN": ["fully", "completely", "really", "quite", "totally", "properly", "yet", "ever"]},
+              "OP": "*"}
+    rules.append(ConTextRule("hasn't cleared", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["not", "n't", "’t", "never"]}}, degree,
+        {"LOWER": {"IN": ["cleared", "clear", "settled", "settle", "eased", "ease", "improved", "improve", "shifted",
+                          "shift", "budged", "budge", "resolved", "healed", "heal"]}},
+        {"LOWER": {"IN": ["up", "away", "off", "down"]}, "OP": "?"}]))
+    rules.append(ConTextRule("hasn't gone away", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["not", "n't", "’t", "never"]}}, degree,
+        {"LOWER": {"IN": ["gone", "go", "went", "let", "eased"]}}, {"LOWER": {"IN": ["away", "off", "up"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))

@@ -46,6 +46,7 @@ from policies.nlu.mentions import (
     a_guess,
     feared,
     resolve_after_the_change,
+    resolve_blocked,
     resolve_blood,
     resolve_drug_reaction,
     resolve_eye,
@@ -163,6 +164,7 @@ class ClinicalNLU:
         resolve_after_the_change(mentions, text)
         resolve_faint_and_dribble(mentions)
         resolve_night_sweats(mentions)
+        resolve_blocked(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)
         self.details.denied_elsewhere(frame, mentions, sents)

@@ -53,8 +53,9 @@ _WORD = re.compile(r"[a-z]+")
 _ORGANS = frozenset(word_stem(w) for w in """heart lung lungs kidney kidneys liver bladder bowel bowels prostate
 thyroid brain stomach gut womb uterus ovary ovaries pancreas gallbladder spleen blood skin bone bones joints""".split())
 _ILLNESS = frozenset(word_stem(w) for w in """problem problems issue issues trouble condition disease diseases
-illness infection infections disorder failure attack attacks murmur""".split())
-"""An organ's name and the words that make it an illness ("kidney problems", "heart trouble"): the organ alone
+illness infection infections disorder failure attack attacks murmur rhythm""".split())
+"""An organ's name and the words that make it an illness ("kidney problems", "heart trouble", "a heart rhythm thing":
+an abnormal rhythm is the heart's illness): the organ alone
 ("my bladder feels full", "my heart's racing") names no condition of it."""
 MIN_CONTENT_WORDS = 2
 _FOUND_BY_OTHERS = re.compile(r"\b(?:scans?|x-?rays?|ultrasounds?|ecgs?|tests?|results?|(?:they|he|she|it|doctors?|"

@@ -371,9 +371,12 @@ _EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\
 """A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its
 episodes are presupposed, and what the sentence denies is about the time between them."""
 _FEARED = re.compile(r"\b(?:scared|terrified|frightened|afraid|worried|worrying|worries|panicking|panicked|petrified|"
-                     r"paranoid|fear|fearing|feared|dread|dreading|convinced)\b(?:\s+[\w']+){0,6}\s*$", re.I)
+                     r"paranoid|fear|fearing|feared|dread|dreading|convinced|read(?:ing)?\s+(?:up\s+)?(?:about|on)|"
+                     r"look(?:ed|ing)\s+up|googl\w+|search(?:ed|ing)\s+(?:for|about)|heard\s+about)\b"
+                     r"(?:\s+[\w']+){0,6}\s*$", re.I)
 """A condition named as what the patient fears ("I'm terrified it's cancer", "scared I've got a brain tumour", "I
-wasn't panicking about meningitis"): their concern, which says nothing of their history either way."""
+wasn't panicking about meningitis") or has read about ("I've been reading about AF", "I googled lymphoma"): their
+concern, which says nothing of their history either way."""
 PAST_EXPERIENCE = "past experience"
 _NEVER_BEFORE = re.compile(r"\bnever\b|(?:\bnot|n't|’t)\s+(?:ever\s+)?(?:had|felt|experienced|been|known)\b", re.I)
 """A denial of ever having had it, said before "... like this before" (MediTOD: medical history "past experience")."""
@@ -841,6 +844,19 @@ def resolve_night_sweats(mentions: list[Mention]) -> None:
         if m.base == "symptom" and m.value == "hyperhidrosis" and m.status != "negative" and _AT_NIGHT.search(
                 m.sentence):
             m.value = "night sweats"
+
+
+_BLOCKED_WORDS = re.compile(r"\b(?:bunged|blocked|stuffed)\b", re.I)
+_NOSE = re.compile(r"\b(?:nose|nostrils?|sinus(?:es)?|nasal)\b", re.I)
+
+
+def resolve_blocked(mentions: list[Mention]) -> None:
+    """A "bunged up" or "blocked up" said in a sentence about the nose ("my nose hasn't cleared, it's completely
+    bunged up") is the nose's congestion, not the bowel's constipation the same words name alone."""
+    for m in mentions:
+        if (m.base == "symptom" and m.value == "constipation" and m.char_start >= 0
+                and _BLOCKED_WORDS.search(m.sentence[m.char_start:m.char_end]) and _NOSE.search(m.sentence)):
+            m.value = "nasal congestion"
 
 
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:

@@ -497,12 +497,16 @@ is pressed on it): spots said not to fade when pressed are the non-blanching ras
 finding, so the rash is denied."""
 
 _CAME_ROUND = re.compile(
-    r"\b(?P<c>(?:next thing (?:i|he|she|we) knew|came (?:a)?round|came to|woke up|found (?:myself|himself|herself))"
+    r"\b(?P<c>(?:next thing (?:i|he|she|we) (?:knew|know|remember)|came (?:a)?round|came to|woke up|"
+    r"found (?:myself|himself|herself))"
     r"\b[^.;!?]{0,30}?\b(?:on|lying on|flat on|face down on|sprawled on)\s+(?:the|my|his|her)\s+(?:\w+\s+)?"
-    r"(?:floor|ground|pavement|road|carpet|deck|tiles|back)|(?:people|everyone|someone|a crowd|paramedics)\s+"
-    r"(?:were\s+|was\s+)?(?:standing|stood|leaning|crowded|bending)\s+over\s+(?:me|him|her))\b", re.I)
+    r"(?:floor|ground|pavement|road|carpet|deck|tiles|back|grass|bathroom floor|kitchen floor)|"
+    r"(?:people|everyone|someone|a crowd|paramedics)\s+"
+    r"(?:were\s+|was\s+)?(?:standing|stood|leaning|crowded|bending)\s+over\s+(?:me|him|her)|"
+    r"(?:i|he|she)\s+(?:must have|must've|must of)\s+(?:gone|went|blacked|passed|conked)\s+out)\b", re.I)
 """Having come round, as people tell a faint they did not see (NHS "Fainting": you lose consciousness briefly and
-come round): "the next thing I knew I was on the pavement", "people standing over me". Recorded as syncope."""
+come round): "the next thing I knew I was on the pavement", "people standing over me", "I must have gone out for a
+few seconds". Recorded as syncope."""
 
 _BIGGER_THAN_OTHER = re.compile(
     r"\b(?:legs?|calf|calves|ankles?|thighs?|knees?|feet|foot|arms?|hands?|wrists?|testicles?|testes|balls?|nuts?)"

@@ -1476,3 +1476,19 @@ def test_a_recovery_denied_says_the_complaint_goes_on_and_a_condition_read_about
     assert status_of(state.patient_state, "symptom", "constipation") is None, state.patient_state
     state = talk(store, "My heart keeps skipping beats and I've been googling heart failure all week.").state()
     assert status_of(state.patient_state, "medical_history", "heart failure") is None, state.patient_state
+
+
+def test_walk20a_a_fall_asleep_a_factor_of_it_and_flashes_denied_with_floaters(store):
+    """The walkthrough `walk20a` (a contact-lens wearer with a painful red eye): "I fell asleep in them" had recorded
+    falls, "Blinking makes it sting" a flashing light (and the retinal detachment flag), and "no flashes or floaters"
+    left the flashes had. In other words here."""
+    state = talk(store, "My left eye is red and gritty and it's been streaming since Sunday.",
+                 "I dropped off on the sofa with my lenses still in.",
+                 "Looking at a screen sets it off.",
+                 "I haven't seen any flashes or floaters at all.").state()
+    ps = state.patient_state
+    assert status_of(ps, "symptom", "falls") is None, ps
+    assert status_of(ps, "symptom", "photopsia") in (None, "negative"), ps
+    assert "retinal_detachment" not in {f["id"] for f in state.red_flags}
+    state = talk(store, "I fell asleep in the chair and woke up with my neck all stiff.").state().patient_state
+    assert status_of(state, "symptom", "falls") is None, state

@@ -175,9 +175,18 @@ _FACTOR_OF_IT = re.compile(
 what follows "when" is the circumstance, a factor (``attributes.factors``), not a new complaint by meaning."""
 
 
+_MAKES_IT = re.compile(
+    r"^\W*(?:(?:and|but|so|also|oh)\s+)*(?:[a-z]+ing|the [a-z]+|light|lights|food|cold|heat|walking|exercise)\s+"
+    r"(?:\w+\s+)?(?:makes?|made|sets?|set)\s+(?:it|them|the pain|my \w+)\s+(?:off\b|"
+    r"(?:really\s+|much\s+|a lot\s+|even\s+)?(?:worse|better|sting|stings|hurt|hurts|ache|aches|throb|burn|burns|"
+    r"sore|water|itch|itchy|flare|go|worse))(?:\s+(?!and\b|but\b)[\w']+){0,3}\W*$", re.I)
+"""A clause that says what brings "it" on ("Blinking makes it sting", "bending sets it off"): the circumstance is a
+factor of what was said before, not a new complaint by meaning (blinking is no flashing light)."""
+
+
 def factor_of_it(clause: str) -> bool:
-    """Whether ``clause`` is a factor said of "it" or the pain (:data:`_FACTOR_OF_IT`)."""
-    return bool(_FACTOR_OF_IT.search(clause))
+    """Whether ``clause`` is a factor said of "it" or the pain (:data:`_FACTOR_OF_IT`, :data:`_MAKES_IT`)."""
+    return bool(_FACTOR_OF_IT.search(clause) or _MAKES_IT.search(clause))
 
 
 def only_pain_quality(clause: str) -> bool:

@@ -361,11 +361,12 @@ _CIRCUMSTANCE = re.compile(r"\b(?:when(?:ever)?|while|as)\s+(?:i|i'm|i am)\s+(?:
 the patient presupposes it, so the negation of the sentence does not deny it."""
 
 
-_THING_FALLS_AFTER = re.compile(r"^\s+(?:off|apart|to bits|to pieces)\b", re.I)
+_THING_FALLS_AFTER = re.compile(r"^\s+(?:off|apart|to bits|to pieces|asleep|pregnant|in love|out with|behind|"
+                                r"through|for|into (?:a|the) (?:habit|routine|trap))\b", re.I)
 _THING_BEFORE = re.compile(r"\b(?:trousers|jeans|clothes|skirt|dress|belt|shoes?|glasses|rings?|watch|teeth|tooth|"
                            r"nails|things|stuff|plates?|cups?)\b(?:\s+[\w']+){0,3}\s*$", re.I)
-"""A thing that falls ("my trousers are falling off me", "things keep falling out of my hand"): no fall of the
-patient's."""
+"""A thing that falls ("my trousers are falling off me", "things keep falling out of my hand"), or a fall that is no
+fall ("I fell asleep in my lenses", "fell pregnant", "fell out with my sister"): no fall of the patient's."""
 _EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\s+|a\s+|each\s+|every\s+)?(?:\w+\s+)?$",
                           re.I)
 """A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its

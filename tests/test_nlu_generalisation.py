@@ -1492,3 +1492,15 @@ def test_walk20a_a_fall_asleep_a_factor_of_it_and_flashes_denied_with_floaters(s
     assert "retinal_detachment" not in {f["id"] for f in state.red_flags}
     state = talk(store, "I fell asleep in the chair and woke up with my neck all stiff.").state().patient_state
     assert status_of(state, "symptom", "falls") is None, state
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    # a headache said to have come on suddenly and to score 8 or more is NICE CG150's thunderclap, whatever its words
+    ("Out of nowhere this morning my head started banging, it's a nine out of ten and it hit me in seconds.",
+     "thunderclap_headache"),
+    # a hearing loss said to have gone suddenly, when not yet told, is NICE CKS's sudden hearing loss
+    ("All of a sudden I can't hear a thing out of my right ear.", "sudden_hearing_loss"),
+])
+def test_a_sudden_severe_headache_and_a_sudden_deafness_raise_their_flags(store, said, rule):
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags

@@ -1245,14 +1245,15 @@ _MIND_WORKS = re.compile(
     r"(?:thinking (?:straight|clearly|fine)|with it|all there|clear[- ]headed|(?:perfectly |completely )?lucid)|"
     r"(?:i|he|she)\s+(?:know|knows|knew)\s+(?:exactly\s+|perfectly well\s+|full well\s+|just\s+)?"
     r"(?:where|who|what)\b)", re.I)
-_DENIAL_WORD = re.compile(r"\b(?:no|not|never|nothing|cannot|without)\b|n't\b|n’t\b", re.I)
+NEGATION_WORD = re.compile(r"\b(?:no|not|never|nothing|none|nobody|cannot|without)\b|n't\b|n’t\b", re.I)
+"""A negation said in words ("I don't want to be here any more", "I'm not thinking straight")."""
 
 
 def says_the_mind_works(clause: str) -> bool:
     """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), with no negation
     in it: by meaning it is near the confusion it denies (0.75 from "I cannot think straight"), so neither the red-flag
     screen nor the NLU's second stage may read it as confusion."""
-    return bool(_MIND_WORKS.search(clause)) and not _DENIAL_WORD.search(clause)
+    return bool(_MIND_WORKS.search(clause)) and not NEGATION_WORD.search(clause)
 
 
 def as_the_patient(text: str, pronouns: bool = True) -> tuple[str, str | None]:

@@ -26,6 +26,7 @@ import yaml
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import (
+    NEGATION_WORD,
     YOUNG,
     ClauseReader,
     PhraseFinder,
@@ -745,8 +746,6 @@ def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[s
     return out, near
 
 
-_NEGATION_WORD = re.compile(r"\b(?:no|not|never|nothing|none|nobody|cannot|without)\b|n't\b|n’t\b", re.I)
-"""A negation said in words, as a negated description has it ("I don't want to be here any more")."""
 
 _INABILITY = re.compile(r"\b(?:cannot|can't|can’t|can not|couldn't|couldn’t|unable|won't|won’t|"
                         r"(?:not|never|n't|n’t)\s+(?:been\s+|be\s+)?able)\b|n't\s+(?:been\s+|be\s+)?able\b", re.I)
@@ -756,7 +755,7 @@ meets a clause that says an inability too, never one that denies ("No problems w
 
 def _says_only_inability(text: str) -> bool:
     """Whether every negation in ``text`` is an inability ("I cannot pass urine at all and my bladder hurts")."""
-    return bool(_INABILITY.search(text)) and not _NEGATION_WORD.search(_INABILITY.sub(" ", text))
+    return bool(_INABILITY.search(text)) and not NEGATION_WORD.search(_INABILITY.sub(" ", text))
 
 LOW_PATH_MIN_WORDS = 3  # content words a clause needs before the recall-first low path reads it
 
@@ -793,7 +792,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
                                                 affirmed_ordinary)
     negated = np.array([c.negated for c in clauses])[:, None]
     # a clause denied by a verdict ("I'm getting air in fine") says all is well: no negated description meets it
-    says_not = np.array([bool(_NEGATION_WORD.search(c.text)) for c in clauses])[:, None]
+    says_not = np.array([bool(NEGATION_WORD.search(c.text)) for c in clauses])[:, None]
     # ... and a description negated only by an inability meets only a clause that says an inability too
     says_inability = np.array([bool(_INABILITY.search(c.text)) for c in clauses])[:, None]
     ref_inability = np.array([neg and _says_only_inability(d) for _, d, neg in refs])[None, :]

@@ -1504,3 +1504,62 @@ def test_walk20a_a_fall_asleep_a_factor_of_it_and_flashes_denied_with_floaters(s
 def test_a_sudden_severe_headache_and_a_sudden_deafness_raise_their_flags(store, said, rule):
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert rule in flags, flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    # the idiom of being unwell in general is no fever, and denies nothing told after it
+    ("Honestly I've not been doing too hot since Friday, coughing my guts up.", "symptom", "fever", None),
+    ("Honestly I've not been doing too hot since Friday, coughing my guts up.", "symptom", "coughing", "positive"),
+    # a product named by the short illness it is sold for is nobody's illness
+    ("Mum gave me some cold and flu sachets for it on Tuesday.", "medical_history", "cold", None),
+    ("Mum gave me some cold and flu sachets for it on Tuesday.", "medical_history", "influenza", None),
+    # blood given is no bleeding; blood told with loose motions is from the bowel
+    ("I went a bit grey and keeled over once when I was donating blood.", "symptom", "hemoptysis", None),
+    ("I've gone loose since the weekend and there's blood in it.", "symptom", "rectal bleeding", "positive"),
+    # an accident told in everyday words is incontinence
+    ("Twice this week I've wet myself before I could get to the loo.", "symptom", "urinary incontinence", "positive"),
+    ("He's been soiling himself at night, which isn't like him.", "symptom", "faecal incontinence", "positive"),
+    # a procedure done to a thing is no tiredness
+    ("The GP lanced the abscess and drained it, that was in 2019.", "symptom", "fatigue", None),
+    # breathless in the everyday word; a simile of running is no exercise habit
+    ("I'm puffing and panting like I've done a triathlon just walking to the bus.", "symptom", "dyspnea", "positive"),
+    ("I'm puffing and panting like I've done a triathlon just walking to the bus.", "habit", "regular exercise", None),
+])
+def test_idioms_products_and_everyday_words_read_as_meant(store, said, slot, value, status):
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+def test_a_place_the_pain_is_said_not_to_reach_and_a_time_said_back_then_are_no_places(store):
+    state = talk(store, "The ache's right across my chest but it doesn't travel into my jaw or anything.").state()
+    assert not any("jaw" in str(it.get("location")) for it in state.patient_state.get("positive_symptom", [])), \
+        state.patient_state
+    state = talk(store, "I had a terrible headache back in 2012 that put me in hospital.").state()
+    assert not any("back" in (it.get("location") or []) for it in state.patient_state.get("positive_symptom", [])), \
+        state.patient_state
+
+
+@pytest.mark.parametrize("said", [
+    # an episode dated months or years back and said not to have come back is history, not a flag now
+    "I blacked out in the shower last September, they checked my heart and it's never happened again.",
+    "In 2017 I had a funny turn where my arm went weak, it was a migraine in the end, and I've been fine ever since.",
+    # idioms of anger and of laughter borrow a red flag's words and carry none
+    "My neighbour's dog barked all night, I could've killed him, anyway I'm here about my hay fever.",
+    "We were killing ourselves laughing at the wedding and now my side aches, that's all.",
+])
+def test_history_over_and_done_and_idioms_raise_no_flag(store, said):
+    flags = {f["id"]: f["level"] for f in talk(store, said).state().red_flags}
+    assert not flags, flags
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    # the same episode today, though it has passed, is still today's (NICE CG95)
+    ("About an hour ago I had a heavy crushing feeling in my chest with sweating, it's eased now, fine since.",
+     "acute_coronary_syndrome"),
+    # a long journey with new breathlessness is the clot's risk factor (NICE CKS Pulmonary embolism: travel > 4 hours)
+    ("I got off a twelve-hour flight on Sunday and since then I've been breathless and my chest catches when I "
+     "breathe in.", "pulmonary_embolism"),
+])
+def test_a_passed_episode_of_today_and_a_journey_with_breathlessness_raise_their_flags(store, said, rule):
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags

@@ -141,8 +141,13 @@ def call_within(fn: Callable[[], T], seconds: float, name: str = "module") -> T:
 # --------------------------------------------------------------------------- safety glue
 
 
-def _check_red_flags(agent: Agent, state: dict) -> list[dict]:
-    return [asdict(f) for f in safety.check_red_flags(state, agent.red_flag_rules)]
+def _check_red_flags(agent: Agent, state: dict, said: str = "", before: dict | None = None) -> list[dict]:
+    """The state's flags, less those the turn ``said`` told as history over and done (``before``: the state before
+    the turn, :func:`agent.core.safety.told_over_and_done`)."""
+    flags = safety.check_red_flags(state, agent.red_flag_rules)
+    if said:
+        flags = safety.told_over_and_done(flags, said, before, agent.red_flag_rules)
+    return [asdict(f) for f in flags]
 
 
 # --------------------------------------------------------------------------- graph
@@ -285,7 +290,8 @@ class Nodes:
         best: dict[str, int] = {}  # each rule's most severe level so far (raised before, or fired now)
         for f in s.red_flags:
             best[f["id"]] = min(best.get(f["id"], rank(None)), rank(f.get("level")))
-        fired = _check_red_flags(self.agent, state)
+        before = next((t.state for t in reversed(s.turns[:turn]) if t.state), {})  # the state before this turn
+        fired = _check_red_flags(self.agent, state, said, before)
         earlier = [t.text for t in s.turns[:turn] if t.speaker == "patient"]
         fired += [asdict(f) for f in safety.check_text_flags(said, self.agent.red_flag_rules, state=state,
                                                              opening=bool(said) and is_opening(earlier))]

@@ -48,6 +48,48 @@ balance taste smell""".split())
 """Nouns of what a part or a person can do: after "no" they say its loss ("no hearing in my left ear", "no feeling in
 my foot"), the complaint and no denial of it."""
 
+_HOW_ONE_IS = {"LOWER": {"IN": ["been", "feeling", "felt", "feel", "doing", "looking", "quite", "really"]}, "OP": "*"}
+"""The verb of how one is in general, between the "not" and the verdict ("not been feeling so hot", "not doing too
+great", "not looking so good"): the idiom is the same however it is said."""
+HOW_ONE_IS_SAID = re.compile(
+    r"\b(?:not|n't|n’t)\s+(?:(?:been|feeling|felt|feel|doing|looking|quite|really)\s+)*"
+    r"(?:(?:so|too|that|all that|very)\s+(?:hot|great|good|well|brilliant|clever|grand|fantastic)"
+    r"|(?:great|good|well|brilliant|grand|fantastic|right|myself|herself|himself|themselves))\b", re.I)
+"""How one is in general, said by the idiom ("not feeling so hot", "I've not been too great", "not quite right"):
+unwell, and no concept of its own (not a fever for its "hot"); a bare "not hot" denies the heat, so "hot" needs
+its degree word."""
+PRODUCT_WORDS = (r"(?:remed(?:y|ies)|medicines?|medications?|tablets?|pills?|capsules?|caplets?|sachets?|powders?|"
+                 r"syrups?|mixtures?|lozenges?|sprays?|products?|treatments?|inhalers?|creams?|drops?)")
+"""The nouns of a medicine product as people name it ("a cold and flu remedy", "hay fever tablets", "some cough
+mixture"), as a regular expression: the word before names what it is for, and the clause tells a taking."""
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+          "december")
+_MONTH = "(?:" + "|".join(m for m in MONTHS if m != "may") + ")"  # "in May" alone is too often the verb's
+DATED = re.compile(
+    rf"\b((?:back\s+)?in\s+(?:(?:early|late|mid)\s+)?(?:19[4-9]\d|20[0-4]\d)|(?:back\s+)?in\s+(?:early\s+|late\s+)?{_MONTH}"
+    rf"(?:\s+(?:19[4-9]\d|20[0-4]\d))?|last\s+{_MONTH}|since\s+(?:19[4-9]\d|20[0-4]\d)|since\s+{_MONTH})\b", re.I)
+"""A time said as a calendar year or month ("back in 2015", "in March", "last September", "since 2019"): when
+something happened, as a date rather than a span (the NLU keeps the patient's words; the red-flag screen counts
+the days, ``agent.core.safety.onset_days``)."""
+
+
+def days_since_dated(text: str, today: date | None = None) -> float | None:
+    """How many days ago the calendar time of :data:`DATED` in ``text`` was (a month without a year is the last one
+    that began on or before ``today``; a past year is taken from its middle; this year alone tells no day: None)."""
+    m = DATED.search(text)
+    if m is None:
+        return None
+    today = today or date.today()
+    said = m.group(1).lower()
+    if year := re.search(r"(?:19|20)\d\d", said):
+        month = next((i + 1 for i, name in enumerate(MONTHS) if name in said), None)
+        y = int(year.group(0))
+        if y >= today.year and month is None:
+            return None  # "in 2026" said in 2026: some time this year
+        return float(max((today - date(y, month or 7, 1)).days, 0))
+    month = next(i + 1 for i, name in enumerate(MONTHS) if name in said)
+    y = today.year if month <= today.month else today.year - 1
+    return float(max((today - date(y, month, 1)).days, 0))
 
 DENIAL_END = "DENIAL_END"
 """The ConText category of words that end a denial's (or a doubt's) scope and no other scope."""
@@ -216,15 +258,13 @@ def conversation_rules() -> list[Any]:
     # after it: "Oh, not too great, I've had this cough the last few days", "not normal, a little bit confused".
     rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
-        {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]},
-                                                            "OP": "?"},
+        {"LOWER": "not"}, _HOW_ONE_IS, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]}, "OP": "?"},
         {"LOWER": {"IN": ["great", "good", "well", "brilliant", "fantastic", "grand", "bad", "clever", "normal",
                           "fine", "ok", "okay", "alright"]}}]))
     # ... "not so hot" among them, with its degree word: a bare "they're not hot or red" denies the heat
     rules.append(ConTextRule("not so hot", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
-        {"LOWER": "not"}, {"LOWER": "feeling", "OP": "?"}, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]}},
-        {"LOWER": "hot"}]))
+        {"LOWER": "not"}, _HOW_ONE_IS, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]}}, {"LOWER": "hot"}]))
     # "Never had pain like it", "I've never felt a headache like this before": a superlative (the worst ever), which
     # says the thing is here now and unlike any before, not a denial of it (a thunderclap headache's own words).
     # "Nothing like that" stays a denial ("no fever, nothing like that").

@@ -31,6 +31,7 @@ from agent.core.clinical_text import (
     ClauseReader,
     PhraseFinder,
     as_the_patient,
+    days_since_dated,
     default_clause_reader,
     near_misses,
     says_the_mind_works,
@@ -484,10 +485,10 @@ _WEEKDAY = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|s
 
 
 def onset_days(item: dict[str, Any]) -> float | None:
-    """How many days ago an item began, read from its ``onset`` (a history item's ``starting``) as the NLU writes
-    it ("two days ago", "yesterday morning", "since this morning", "sunday": within the week); None when it says no
-    time."""
-    text = str(item.get("onset") or item.get("starting") or "").lower()  # a history item's time is "starting"
+    """How many days ago an item began, read from its ``onset`` (a history item's ``starting``, an exposure's
+    ``when``) as the NLU writes it ("two days ago", "yesterday morning", "since this morning", "sunday": within the
+    week); None when it says no time."""
+    text = str(item.get("onset") or item.get("starting") or item.get("when") or "").lower()
     if not text:
         return None
     text = with_digits(text)  # "fifteen years ago" is 15 years
@@ -506,7 +507,7 @@ def onset_days(item: dict[str, Any]) -> float | None:
         return 1.0
     if _WEEKDAY.search(text):
         return 7.0
-    return None
+    return days_since_dated(text)
 
 
 MILD_AT_MOST = 3.0
@@ -708,6 +709,49 @@ _ENDED_YEARS_AGO = re.compile(
 """A past episode said to have ended years ago ("I haven't done it in over ten years", "not since school")."""
 
 
+_NOT_SINCE = re.compile(
+    r"\b(?:never\s+(?:happened|had\s+(?:it|one|another)|came\s+back|come\s+back|returned|recurred)(?:\s+again|\s+since)?|"
+    r"not\s+(?:happened\s+|had\s+(?:it|one|any|another)\s+|been\s+back\s+)?since|"
+    r"(?:hasn't|hasn’t|haven't|haven’t|has\s+not|have\s+not)\s+(?:happened|had\s+(?:it|one|any|another)|come\s+back|"
+    r"returned|recurred)\s+(?:again|since)|nothing\s+since|no\s+(?:problems?|trouble|bother|issues?)\s+since|"
+    r"(?:fine|well|right\s+as\s+rain|ok|okay|good|grand|clear|all\s+clear|no\s+bother)\s+(?:ever\s+)?since|"
+    r"fully\s+recovered|(?:completely|totally|fully)\s+(?:better|gone|resolved|healed|cleared(?:\s+up)?|recovered))\b",
+    re.I)
+"""Words that tell a past episode is over and has not come back ("never happened again", "nothing since", "right as
+rain ever since", "fully recovered")."""
+OVER_AND_DONE_DAYS = 30.0
+"""How long ago a past episode said to be over must be for the screen to take it as history: "crushing chest pain
+this morning, gone now, fine since" is still today's (NICE CG95: chest pain within 12 hours is an emergency)."""
+
+
+def over_and_done(text: str) -> bool:
+    """Whether a turn tells an episode that is over, has not come back and was at least :data:`OVER_AND_DONE_DAYS`
+    ago ("Back in March I passed out once giving blood, it's never happened again"; "a lump in 2018, a cyst, they
+    drained it, nothing since"): the patient's history, which the NLU records, not a red flag now. The risks to
+    life a patient may only hint at (``hedge_keeps_level``) keep their own reading of the past."""
+    low = text.lower()
+    if not _NOT_SINCE.search(low) or happened_again_lately(low):
+        return False
+    days = onset_days({"onset": low})
+    return days is not None and days >= OVER_AND_DONE_DAYS
+
+
+def told_over_and_done(flags: list[RedFlag], said: str, before: dict[str, Any] | None,
+                       rules: RuleSet | None = None) -> list[RedFlag]:
+    """The state's flags without those a turn told as :func:`over_and_done` history: a flag whose every state item is
+    new in this turn (not in ``before``, the state before it) goes; one that rests on anything told before stays
+    ("chest pain since this morning", then "I fainted once back in March, never again": the chest pain's flag
+    stays). Self-harm and suicide (``hedge_keeps_level``) keep theirs."""
+    if not over_and_done(said):
+        return flags
+    rules = rules or default_rules()
+    keeps = {r.id for r in rules.rules if r.hedge_keeps_level}
+    known = {(slot, str(it.get("value"))) for slot, items in (before or {}).items() if isinstance(items, list)
+             for it in items if isinstance(it, dict)}
+    return [f for f in flags if f.id in keeps or not f.evidence
+            or any((e.get("slot"), str(e.get("value"))) in known for e in f.evidence)]
+
+
 def happened_again_lately(sentence: str) -> bool:
     """Whether a sentence tells a past event came back lately ("I fainted two years ago and again this morning"): its
     past-time cue does not make the event history, and the onset the NLU keeps (when it first began,
@@ -719,15 +763,17 @@ def happened_again_lately(sentence: str) -> bool:
 def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[str, list[str]]]:
     """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the sentences that
     say them: "I thought I was going to pass out so I sat down on the floor"), which raise nothing, by phrase or by
-    meaning: the rest of such a sentence tells the near miss ("... so I sat down"), not the event."""
+    meaning: the rest of such a sentence tells the near miss ("... so I sat down"), not the event. The ordinary
+    phrases said are there too (:data:`ORDINARY` -> their words), which the meaning is read without."""
     out: dict[str, RedFlag] = {}
     near: dict[str, list[str]] = {}
     if rules.finder is None:
         return out, near
     by_id = {r.id: r for r in rules.rules}
     for f in rules.finder.find(text)[0]:
-        if f.key == ORDINARY:
-            continue  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is taken
+        if f.key == ORDINARY:  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is
+            near.setdefault(ORDINARY, []).append(f.text.lower())  # taken, and by meaning it is read without them
+            continue
         if f.key.startswith(NEAR_MISS):
             near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.sentence.lower())
             continue
@@ -760,6 +806,14 @@ def _says_only_inability(text: str) -> bool:
 LOW_PATH_MIN_WORDS = 3  # content words a clause needs before the recall-first low path reads it
 
 
+def _without(text: str, spans: list[str]) -> str:
+    """``text`` without the words of ``spans`` (case-insensitive), or as it is when that leaves nothing."""
+    out = text
+    for span in spans:
+        out = re.sub(re.escape(span), " ", out, flags=re.I)
+    return out if out.strip(" ,.!?;") else text
+
+
 def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None = None) -> dict[str, RedFlag]:
     """Each clause of ``text`` against every rule description by cosine similarity. A negated, family or past clause
     fires nothing (a past one only "possible" for self-harm and suicide), except through a description that is
@@ -777,7 +831,8 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     # only the descriptions that deny too)
     partly = [i for i, c in enumerate(clauses) if c.denies and not c.negated and c.affirmed]
     encoder = rules.encoder or default_encoder()
-    emb = encoder.embed([gloss(c.text) for c in clauses])
+    idioms = (near or {}).get(ORDINARY, [])  # "I could've killed him": compared without the idiom's words
+    emb = encoder.embed([gloss(_without(c.text, idioms)) for c in clauses])
     sims = emb @ ref_emb.T
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)
     # how near each clause is to the nearest ordinary complaint, per description: by the same words as the description
@@ -1007,6 +1062,10 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
         if (rule.id in found and rule.hedge_keeps_level and found[rule.id].level == "possible"
                 and _ENDED_YEARS_AGO.search(text) and not happened_again_lately(text)):
             del found[rule.id]
+    if over_and_done(text):  # "a crushing chest pain back in 2015, stents, right as rain ever since": history
+        for rule in rules.rules:
+            if rule.id in found and not rule.hedge_keeps_level:
+                del found[rule.id]
     if relative:
         for flag in found.values():
             for e in flag.evidence:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agent.core.clinical_text import YOUNG
+from agent.core.clinical_text import DATED, YOUNG
 from agent.core.numbers import with_digits
 
 _SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
@@ -433,6 +433,8 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
         return m.group(1)
     if m := _LONG_AGO.search(text):
         return m.group(1)
+    if m := DATED.search(text):  # "back in 2015", "last March": the patient's words, the screen counts the days
+        return m.group(1).lower()
     if m := _WOKE_WITH.search(text):
         return m.group(1)
     if m := _OVERNIGHT.search(text):
@@ -626,6 +628,19 @@ _PLACE_FINE = re.compile(r"\s*(?:'s|’s|\s+is|\s+are|\s+was|\s+were|\s+feels?|\
                          r"(?:fine|ok|okay|alright|all right|normal|good|unaffected)\b", re.I)
 
 
+_BACK_AS_TIME = re.compile(r"\s+(?:in\s+(?:(?:early|late|mid)\s+)?(?:(?:19|20)\d\d|the\s+(?:day|summer|spring|winter|"
+                           r"autumn|(?:19|20)?\d0s|eighties|nineties|seventies)|[a-z]+uary|march|april|june|july|"
+                           r"august|september|october|november|december)|then|when|along the line)\b", re.I)
+"""The "back" of a time ("back in 2015", "back then", "back when I was working"): no back, no place."""
+_SPREAD_DENIED_BEFORE = re.compile(
+    r"(?:\bnot|\bnever|n't|n’t)\s+(?:\w+\s+){0,2}?(?:go(?:ne|ing|es)?|went|spread(?:s|ing)?|radiat\w*|travel\w*|"
+    r"mov(?:e|es|ed|ing)|shoot(?:s|ing)?|shot|run(?:s|ning)?|ran|reach(?:ed|es|ing)?)\s+(?:in)?to\s+(?:down\s+|up\s+)?"
+    r"(?:my|the|your|his|her|either|both|any)?\s*(?:left|right)?\s*$|"
+    r"(?:\bnot|\bnever|n't|n’t)\s+(?:\w+\s+){0,2}?(?:go(?:ne|ing|es)?|went|spread(?:s|ing)?|radiat\w*|travel\w*|"
+    r"shoot(?:s|ing)?|run(?:s|ning)?)\s+(?:down|up|across|through|round|around)\s+(?:my|the|your|his|her|either|both|any)?"
+    r"\s*(?:left|right)?\s*$", re.I)
+"""A place the complaint is said not to reach ("it hasn't gone into my arm", "doesn't spread down my legs", "not
+travelling to my jaw"): where it is not, so no place of it (the denial of the spread is the clinician's answer)."""
 _SIMILE_BEFORE = re.compile(r"\b(?:like|as big as|as round as|the size of|size of)\s+(?:a|an|the|some)?\s*"
                             r"(?:[a-z]+[- ]){0,2}$", re.I)
 """A simile's object said just before a place word ("swollen like a tennis ball", "the size of a golf ball")."""
@@ -646,7 +661,9 @@ def places(text: str, table: dict[str, str], sided: frozenset[str]) -> list[str]
     # a part given a clean verdict ("my testicles are fine", "the other leg's normal") is where it is not
     hits = [h for h in _matches(text, table) if not _PLACE_FINE.match(text, h[1])
             and not _SIMILE_BEFORE.search(text, 0, h[0])  # "puffed up like a tennis ball": a figure, no place
-            and not (h[2] in _OWNED_ONLY and not _OWNER_BEFORE.search(text, 0, h[0]))]
+            and not (h[2] in _OWNED_ONLY and not _OWNER_BEFORE.search(text, 0, h[0]))
+            and not _SPREAD_DENIED_BEFORE.search(text, 0, h[0])
+            and not (table[h[2]] == "back" and _BACK_AS_TIME.match(text, h[1]))]
     if any(p not in _BARE_POSITIONS and table[p] not in _SIDES for _, _, p in hits):
         hits = [h for h in hits if h[2] not in _BARE_POSITIONS]  # "low down in my back": the back
     # a side said of the part after it ("on my left hand") is that part's side, no place of its own

@@ -91,6 +91,16 @@ anything like it before"); a bare "never" is not one ("I've never blacked out wi
 feature)."""
 
 
+
+def _sentence_around(text: str, at: int, clause: str) -> str:
+    """The sentence of ``text`` holding ``clause`` (found at ``at``; the clause alone when it was not found): a
+    colour's dye is said in the same sentence, often in another clause ("my poo was red, but I'd eaten beetroot")."""
+    if at < 0:
+        return clause
+    start = max(text.rfind(p, 0, at) for p in ".!?") + 1
+    ends = [e for p in ".!?" if (e := text.find(p, at + len(clause))) >= 0]
+    return text[start:min(ends) + 1 if ends else len(text)]
+
 class ClinicalNLU:
     """The ``clinical`` NLU kind. ``understand`` reads ``ctx.turns[-1]`` (the patient), the doctor's last
     actions (``ctx.past_actions[-1]``) and the state (to keep the status of an item being elaborated)."""
@@ -259,7 +269,7 @@ class ClinicalNLU:
             at = low.find(h.clause.lower())
             if at >= 0 and any(a < at + len(h.clause) and at < b for a, b in told):
                 continue
-            if h.base == "symptom" and h.value in DYED and DYED_BY.search(h.clause):
+            if h.base == "symptom" and h.value in DYED and DYED_BY.search(_sentence_around(text, at, h.clause)):
                 continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             said_so_far = text[:at + len(h.clause)].rstrip(".!? ") if at >= 0 else ""

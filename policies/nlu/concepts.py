@@ -22,6 +22,8 @@ import numpy as np
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from agent.core.clinical_text import (
+    HOW_ONE_IS_SAID,
+    PRODUCT_WORDS,
     Clause,
     ClauseReader,
     clause_core,
@@ -218,6 +220,25 @@ def only_colour(clause: str) -> bool:
     return bool(words) and all(w in _COLOUR_WORDS for w in words)
 
 
+_TAKING_A_PRODUCT = re.compile(
+    rf"(?:i|i've|i'd|i’ve|we|he|she|they|mum|dad)?\s*(?:\w+\s+)?(?:took|take|takes|taking|tried|trying|bought|got|"
+    rf"used|using|had|have|having|been on|on)\s+(?:[\w'’&/-]+\s+){{0,5}}{PRODUCT_WORDS}"
+    rf"(?:\s+(?:from|at|off)\s+(?:the\s+)?(?:chemist|pharmacy|shop|supermarket|counter|boots|walgreens))?", re.I)
+"""A clause that only tells a medicine taken ("I took a cold and flu remedy last night", "been using some cough
+mixture"): what it was for names the product, and the complaints it was taken for are told in their own words."""
+
+
+_BLOOD_GIVEN = re.compile(r"\b(?:giv(?:e|es|ing)|gave|given|donat(?:e|es|ed|ing))\s+(?:some\s+)?blood\b|"
+                          r"\bblood\s+(?:donors?|donations?|banks?|groups?|types?)\b", re.I)
+"""Blood given or its kind ("I fainted giving blood", "I'm a blood donor"): no bleeding, whatever the word."""
+
+
+def _idioms_out(clause: str) -> str:
+    """A clause without the idioms that name no concept (:data:`HOW_ONE_IS_SAID`, :data:`_BLOOD_GIVEN`), which the
+    encoder would read by their words ("not feeling so hot" near a fever, "giving blood" near coughed-up blood)."""
+    return _BLOOD_GIVEN.sub(" ", HOW_ONE_IS_SAID.sub(" ", clause))
+
+
 def only_routine(clause: str) -> bool:
     """Whether every word of a clause is a daily routine or its time (:data:`_ROUTINE`)."""
     words = _WORD.findall(clause.lower().replace("'", ""))
@@ -231,6 +252,13 @@ def says_enough(clause: str) -> bool:
     given one word, finds the nearest concept with that word in it (dry skin). What the lexicon knows in one word
     ("dizzy") it finds itself."""
     return sum(w not in STOP_WORDS for w in _WORD.findall(clause.lower().replace("'", ""))) >= MIN_CONTENT_WORDS
+
+
+def _ends_a_named(clause: str, named: list[str]) -> bool:
+    """Whether a clause opens with the second half of a phrase the lexicon named across a conjunction ("hot and cold"
+    read as "I've been hot" + "cold all night"): the clause reader cut the phrase, whose meaning is already read."""
+    start = clause_core(clause).lower()
+    return any(start.startswith(n.split(sep, 1)[1]) for n in named for sep in (" and ", " or ", " then ") if sep in n)
 
 
 def names_the_condition(clause: str, reference: str, places: frozenset[str] = frozenset()) -> bool:
@@ -461,13 +489,19 @@ class ConceptMatcher:
         clauses, described = [], {}  # the clauses read, and the antecedent each "it" clause describes
         read = self.clauses.clauses(text)
         describing = [c.text for c in read if self._describes_antecedent(c.text, text, before_l)]
+        # a clause that tells a medicine taken, and the parts the reader cut it into ("I took a cold" of "... a cold
+        # and flu remedy")
+        products = [c.text for c in read if _TAKING_A_PRODUCT.fullmatch(_WHEN.sub(" ", clause_core(c.text))
+                                                                           .strip(" .,!?"))]
         for c in read:
-            if (not (says_enough(c.text) or self._function_said_to_work(c.text))
-                    or any(n in c.text.lower() for n in named_l) or _FOUND_BY_OTHERS.search(c.text)
+            if (not (says_enough(_idioms_out(c.text)) or self._function_said_to_work(c.text))
+                    or any(n in c.text.lower() for n in named_l) or _ends_a_named(c.text, named_l)
+                    or _FOUND_BY_OTHERS.search(c.text)
                     or SPREADS.search(clause_core(c.text)) or _PERIOD_DATE.search(c.text)
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
                     or goes_on_with_a_quality(c.text) or only_colour(c.text)
-                    or self._place_said_to_be_fine(c.text) or factor_of_it(c.text) or says_the_mind_works(c.text)):
+                    or self._place_said_to_be_fine(c.text) or factor_of_it(c.text) or says_the_mind_works(c.text)
+                    or any(c.text in p for p in products)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)
@@ -485,7 +519,7 @@ class ConceptMatcher:
             plain, put = glossed(c.text)
             if put:  # the glossary's words may have taken the cue with them: "I cannot sleep" is "I insomnia"
                 clauses[ci] = self._reread(c, plain)
-            plain = _WHEN.sub(" ", clause_core(plain)).strip() or plain
+            plain = _WHEN.sub(" ", clause_core(_idioms_out(plain))).strip() or plain
             alone = [p for p in put if p in self._complaints or self.vocab.known("symptom", p)]
             if function := self._function_said_to_work(c.text):
                 alone.append(function)

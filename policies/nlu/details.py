@@ -421,6 +421,8 @@ class DetailReader:
             set_attr(item, "frequency", attr.frequency(clause))
             if re.search(r"\b(since|for|started|ago)\b", clause) or "starting" in asked_checks:
                 set_attr(item, "starting", attr.onset(clause, asked="starting" in asked_checks))
+        elif m.base == "exposure" and m.status == "positive":  # when it was met ("a long flight last week")
+            set_attr(frame.item("exposure", m.value, "positive"), "when", attr.onset(clause))
         elif m.base == "medication" and m.status == "positive":
             item = frame.item("medication", m.value, "positive")
             set_attr(item, "frequency", attr.frequency(clause))

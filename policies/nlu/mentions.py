@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from agent.core.clinical_text import OTHER_PEOPLE, ClauseReader, PhraseFinder, singular
+from agent.core.clinical_text import HOW_ONE_IS_SAID, OTHER_PEOPLE, PRODUCT_WORDS, ClauseReader, PhraseFinder, singular
 from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES, part_members, site_of
 from policies.nlu import attributes as attr
@@ -88,12 +88,20 @@ class MentionFinder:
             if base == "symptom" and value == "falls" and (_THING_FALLS_AFTER.match(f.sentence[f.char_end:])
                                                            or _THING_BEFORE.search(f.sentence[:f.char_start])):
                 continue  # "my trousers are falling off me": a thing falls, not the patient
+            if base == "symptom" and value == "fatigue" and _DONE_TO_A_THING.match(f.sentence[f.char_end:]):
+                continue  # "they drained it", "shattered the glass": a thing done to, no tiredness
+            if base == "symptom" and value == "fever" and any(
+                    m.end() == f.char_end for m in HOW_ONE_IS_SAID.finditer(f.sentence)):
+                continue  # "I've not been feeling so hot": unwell in general, no fever
             if base == "symptom" and _IDIOM_PAIN.search(f.sentence[max(0, f.char_start - 30):f.char_end + 25]):
                 continue  # "my new manager is a real pain in the neck": a nuisance, no pain
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             if base == "symptom" and value in DYED and f.status == "positive" and DYED_BY.search(f.sentence):
                 continue  # "black since I started the iron tablets": the dye's colour, no bleeding
+            if (base in (CONDITION, "medical_history") and value in _SELF_LIMITING
+                    and _PRODUCT_AFTER.match(f.sentence[f.char_end:])):
+                continue  # "a cold and flu remedy", "flu tablets": what the product is sold for, nobody's illness
             if base in (CONDITION, "medical_history") and _LIKENESS_BEFORE.search(f.sentence[:f.char_start]):
                 continue  # "I bloat up like I'm pregnant": a likeness, not a condition had
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
@@ -287,7 +295,8 @@ _DONE_OR_TAKEN = ("habit", "medication", "exposure")
 _SIMILE_BEFORE = re.compile(r"\b(?:(?:like|as if|as though|the colou?r of|colou?red like|resembl(?:es|ed|ing))\s+"
                             r"(?:(?:a|an|the|some|old|black|dark|used|wet|ground)\s+){0,2}"
                             r"|(?:like|as if|as though)\s+(?:i|he|she|you|they|we|someone|somebody)"
-                            r"(?:'s|'d|'ve|'m|’s|’d|’ve|\s+has|\s+had|\s+have|\s+was|\s+were)?\s+(?:had|been|drunk|taken|smoked|on)\s+"
+                            r"(?:'s|'d|'ve|'m|’s|’d|’ve|\s+has|\s+had|\s+have|\s+was|\s+were)?\s+(?:had|been|drunk|taken|smoked|on|run|ran|done|did|"
+                            r"gone|went|played|swum|climbed|cycled|walked)\s+"
                             r"(?:\w+\s+){0,2})$", re.I)
 """A habit, drug or exposure word in a simile ("it looked like coffee grounds", "sticky like tar"): the patient
 describes what they saw or felt by it; they do not say they drink, take or met it."""
@@ -295,6 +304,11 @@ NO_BLOOD_KIN = frozenset("""wife husband partner boyfriend girlfriend fiance fia
 stepfather stepmother father-in-law mother-in-law""".split()) | OTHER_PEOPLE
 """The people of the patient's family who share no blood with them: their illnesses are no family history (a
 contact's passing illness is an exposure)."""
+_SELF_LIMITING = frozenset({"cold", "influenza", "urti", "viral infection", "cough"})
+_PRODUCT_AFTER = re.compile(rf"^(?:\s*(?:and|&|or|/)\s*[\w-]+)?\s+(?:{PRODUCT_WORDS}|drinks?|stuff)\b", re.I)
+"""An over-the-counter product named by the short illness it is sold for ("a cold and flu remedy", "some flu
+tablets", "cold and flu sachets"): the illness names the product, and a patient taking it may or may not have had one
+(the complaints they took it for are read in their own words)."""
 _LIKENESS_BEFORE = re.compile(r"\b(?:like|as if|as though)\s+(?:i|i'm|i am|i was|i've|i have|i had|i've got|he|he's|"
                               r"she|she's|you|you're|someone|somebody|a person)\b[^,.;!?]{0,20}$", re.I)
 """A condition in a likeness ("I bloat up like I'm pregnant", "it felt as if I was having a heart attack"): the
@@ -367,6 +381,10 @@ _THING_BEFORE = re.compile(r"\b(?:trousers|jeans|clothes|skirt|dress|belt|shoes?
                            r"nails|things|stuff|plates?|cups?)\b(?:\s+[\w']+){0,3}\s*$", re.I)
 """A thing that falls ("my trousers are falling off me", "things keep falling out of my hand"), or a fall that is no
 fall ("I fell asleep in my lenses", "fell pregnant", "fell out with my sister"): no fall of the patient's."""
+_DONE_TO_A_THING = re.compile(r"^\s+(?:it|them|the|a|an|this|that|some|off|out)\b(?!\s+(?:bit|lot|little)\b)",
+                              re.I)
+"""A tiredness word used as a verb with its object ("they drained it", "I shattered the glass", "drained off the
+fluid"): what was done to a thing; "drained a bit" stays a degree of tiredness."""
 _EPISODES_OF = re.compile(r"\b(?:in\s+)?(?:between|after|during)\s+(?:the\s+|my\s+|a\s+|each\s+|every\s+)?(?:\w+\s+)?$",
                           re.I)
 """A symptom said as the frame of a time ("between the coughs I'm okay", "after the cough I make the noise"): its
@@ -667,7 +685,7 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("hemoptysis", re.compile(r"\b(?:cough\w*|phlegm|sputum|mucus|spit\w*|chest)\b")),
     ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),
     ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
-                                   r"diarrh\w*|wipe|wiping)\b")),
+                                   r"diarrh\w*|wipe|wiping|loose|runs)\b")),
     ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|was sick|been sick|being sick|"
                                r"(?:the|my|his|her) sick)\b")),
     # bleeding in pregnancy is from the womb until said otherwise (NICE CKS Bleeding in pregnancy)
@@ -712,6 +730,10 @@ def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
     they are blood in the urine (:func:`blood_site`). So is a bleeding the second stage took from a clause by meaning
     (:data:`_BLEEDINGS`): "nine weeks gone and I've started bleeding" is vaginal bleeding, not the rectal bleeding
     the encoder found nearest."""
+    # the complaints told with it come last, as the latest: "I've been loose for weeks and there's blood mixed in"
+    told = [{"value": m.value} for m in mentions if m.base == "symptom" and m.status == "positive"
+            and m.value not in _BARE_BLOOD | _BLEEDINGS]
+    state = {**state, "positive_symptom": [*(state.get("positive_symptom") or []), *told]} if told else state
     for m in mentions:
         placed = m.char_end > m.char_start  # a second-stage mention has its clause, not a place in a sentence
         if m.base != "symptom" or not (m.value in _BARE_BLOOD or (not placed and m.value in _BLEEDINGS)):

@@ -1563,3 +1563,52 @@ def test_history_over_and_done_and_idioms_raise_no_flag(store, said):
 def test_a_passed_episode_of_today_and_a_journey_with_breathlessness_raise_their_flags(store, said, rule):
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert rule in flags, flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    # regional spellings read as standard English before anything else (Jamaican Creole, Scots, Southern US)
+    ("Mi belly a hurt me bad bad an' mi cyaan eat nutten since Tuesday.", "symptom", "loss of appetite", "positive"),
+    ("Ma knee's been giein' me gyp since the weekend.", "symptom", "pain", "positive"),
+    ("My ankle's swole up real bad since I turned it.", "symptom", "swelling", "positive"),
+    # a verb with its object between it and the verdict is how it fails, not a denial
+    ("I can't catch my breath properly since this morning.", "symptom", "dyspnea", "positive"),
+    # a denied thing, then a verb in the past with its object, is a new clause
+    ("No seatbelt, smashed his head on the windscreen.", "medical_history", "head injury", "positive"),
+    # signs in everyday words: blue lips, not knowing one's own people, a sense gone on waking
+    ("Her lips have gone a bluey colour and she's struggling.", "symptom", "cyanosis", "positive"),
+    ("Dad's had a temperature since Sunday and today he didn't recognise me.", "symptom", "confusion", "positive"),
+    ("I woke up yesterday and couldn't hear out of my right ear at all.", "symptom", "hearing impairment",
+     "positive"),
+    # a colour seen on a cartoon is no sign; water kept down is no thirst
+    ("She's been a bit quiet, just lying there watching Bluey all day.", "symptom", "cyanosis", None),
+    ("He's keeping down sips of juice, that's about all.", "symptom", "polydipsia", None),
+    # going more often, told of the bowels, is a change in bowel habit; a side said low is the lower belly
+    ("Since the spring I'm going more often and my bowels are looser.", "symptom", "urinary frequency", None),
+    # petechiae and bleeding gums in their everyday words
+    ("There are little purple dots all over his tummy and he's floppy.", "symptom", "non-blanching rash",
+     "positive"),
+    ("My gums keep bleeding and I'm covered in bruises I can't explain.", "symptom", "unusual bleeding", "positive"),
+])
+def test_dialects_signs_and_contexts_read_as_meant(store, said, slot, value, status):
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    # a relative named as a circumstance ("since the grandkids", "at my son's wedding") owns nothing after a break
+    ("We were at my nephew's wedding, and out of the blue this tearing pain went right through to my back.",
+     "aortic_dissection"),
+    # the patient telling a friend does not make the friend the owner
+    ("I told my sister I'd be better off throwing myself under a lorry, and I meant it.", "suicidal_ideation"),
+    # an overdose told by what was swallowed; a firearm taken out with a threat
+    ("My son took two whole packets of paracetamol this afternoon.", "self_harm"),
+    ("Her ex keeps saying he's going to shoot her and he's got a shotgun in the van.", "harm_to_others"),
+    # a sense lost overnight within the month is sudden hearing loss (NICE NG98: over 3 days or less, in 30 days)
+    ("I woke up on Saturday and my left ear had gone completely deaf.", "sudden_hearing_loss"),
+    # pain low on one side with a positive test is the ectopic's; no urine with a drum-tight belly is retention
+    ("My test came back positive last week and now I've a stabbing pain low on the right side.", "ectopic_pregnancy"),
+    ("I've not passed a drop since teatime and my tummy's tight as a drum.", "acute_urinary_retention"),
+])
+def test_new_wordings_of_red_flags_raise_them(store, said, rule):
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags

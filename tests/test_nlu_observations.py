@@ -283,7 +283,7 @@ def test_a_guardian_bringing_the_patient_in_introduces_the_patient(nlu):
     ("There's a speck of grit in my eye from the garden.", "floaters", None),
     # what patients see of their skin: the glass test (NICE NG240) and a mole that changed (NICE NG12 1.7)
     ("There are some tiny red pinpricks on his chest that stay when you push a tumbler on them.",
-     "non-blanching rash", None),  # "stay" is no word the reader knows: a tracked gap, not a guess
+     "non-blanching rash", "positive"),  # "pinpricks" are petechiae by their own words (NICE NG12 1.10)
     ("He's got purple dots on his legs and they didn't go away when I pressed a glass on them.",
      "non-blanching rash", "positive"),
     ("The rash on her back goes pale when I press it.", "non-blanching rash", "negative"),

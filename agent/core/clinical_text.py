@@ -203,6 +203,14 @@ def conversation_rules() -> list[Any]:
     # comma or "and" ends it.
     rules.append(ConTextRule("new clause", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": [",", ";", "and", "so"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"IN": CLAUSE_SUBJECTS}}]))
+    # ... as does a verb in the past with its object, its subject left out: "no helmet, cracked his head on the kerb",
+    # "no fever, coughed up a bit of blood this morning" (a list of denied things has no such verb)
+    rules.append(ConTextRule(", cracked his", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"REGEX": r"^[a-z]{3,}ed$"}},
+        {"LOWER": {"IN": ["my", "his", "her", "their", "the", "it", "up", "out", "off", "into", "in", "down", "a", "an",
+                          "over", "back", "myself", "himself", "herself", "on"]}}]))
+    # A colon opens what the speaker goes on to tell: "I haven't bumped into a thing: bruises all over"
+    rules.append(ConTextRule("colon", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[{"LOWER": ":"}]))
     # A new predicate with its subject left out ends a denial too: "I didn't eat and kept throwing up", "I don't smoke
     # and have been coughing up phlegm", "no temperature, and am getting night sweats" (a verb that goes on, or an
     # auxiliary with a verb in -ing, after "and" or a comma). "no cough and haven't been wheezy" keeps its own cue.
@@ -237,6 +245,9 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("can't breathe good", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["ca", "can", "could", "do", "does", "did"]}}, {"LOWER": {"IN": ["n't", "not", "’t"]}},
         {"LOWER": {"REGEX": r"^[a-z]{3,}$"}},
+        # its object between ("I cannot take breath properly", "can't get my breath right")
+        {"IS_ALPHA": True, "LOWER": {"NOT_IN": ["and", "but", "or", "so", "because", "any", "anything", "feel", "be"]},
+         "OP": "{0,2}"},
         {"LOWER": {"IN": ["good", "fine", "normal", "ok", "okay", "alright", "right", "properly", "well"]}}]))
     # ... but a verdict on treatment is no denial: "my blood pressure is fine on it", "sugars are good with the tablets"
     # say the condition is there and treated (the longer cue takes the verdict's words).
@@ -293,6 +304,12 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("and i", "FAMILY", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": ["and", "but", "so", "while", "whereas", ",", ";"]}},
         {"LOWER": {"IN": ["i", "i'm", "i've", "i'd", "i’m", "i’ve", "me", "myself"]}}]))
+    # ... and so does a relative's part in the patient's visit, said of the patient and closed: "my daughter made me,
+    # is there's been blood", "my wife brought me in. I've been dizzy" (the relative acts on the patient; what
+    # follows is the patient's). "My mum told me she has diabetes" goes on: no break after the "me".
+    rules.append(ConTextRule("made me,", "FAMILY", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": ["me", "us"]}}, {"LOWER": {"IN": ["in", "along", "here", "come", "today"]}, "OP": "*"},
+        {"IS_PUNCT": True, "LOWER": {"IN": [",", ".", ";", "-", "!", "..."]}}]))
     # The patient's past, said as people say it (medspaCy's HISTORICAL cues are written for notes: "h/o").
     young = [*(f"{'an' if w[0] in 'aeiou' else 'a'} {w}" for w in YOUNG_PEOPLE), "a little boy", "a little girl",
              "a student", "at school"]
@@ -865,7 +882,20 @@ def _not_past_a_new_when(target: Any, modifier: Any, between: Any) -> bool:
     scope ("I was out with my partner when this headache exploded", "my son was playing when the pain started"), while
     "my dad had a stroke when he was sixty" stays his. A callback, not a TERMINATE cue (which would end the denials'
     and the past's scopes too: "no blood when I go to the loo")."""
-    return not _NEW_WHEN.search(between.text.lower())
+    if _NEW_WHEN.search(between.text.lower()):
+        return False
+    # a relative named as a time, a reason or a company, after a preposition, owns nothing past a break ("we keep it
+    # on the top shelf since the grandchildren, and out of nowhere came a ripping pain", "back from my granddaughter's
+    # christening, and this band came round my chest"): they are the subject of no clause
+    before = [t.lower_ for t in modifier.doc[max(modifier.start - 2, 0):modifier.start]]
+    if any(w in _TOLD_TO for w in before):
+        return False  # the patient telling a relative ("I keep telling my mates I'll ..."): the listener owns nothing
+    return not (any(w in _RELATIVE_AS_CIRCUMSTANCE for w in before) and _BREAK_BETWEEN.search(between.text))
+
+
+_RELATIVE_AS_CIRCUMSTANCE = frozenset("since for to at with from after before about because of".split())
+_TOLD_TO = frozenset("tell tells telling told warn warned warning asked asking ask texted texting messaged".split())
+_BREAK_BETWEEN = re.compile(r"[,;.!?]|\band\b|\bbut\b")
 
 
 _CLAUSE_BETWEEN = re.compile(
@@ -1112,7 +1142,13 @@ _PRESENT = re.compile(r"(?:'s|’s)\s+(?!a\b|an\b)\w+|\b(?:today|tonight|this (?
                       r"passed out|fainted|fell|went|woke|seems|looks|looked|couldn't|could not|wouldn't|would not|"
                       r"at (?:breakfast|lunch|lunchtime|dinner|dinnertime|tea|teatime|supper)|"
                       r"(?:minutes?|hours?|days?) ago|lasted\s+(?:\w+\s+){0,2}(?:seconds?|minutes?)|"
-                      r"was\s+(?:shaking|jerking|twitching|fitting|convulsing|foaming|thrashing))\b",
+                      r"was\s+(?:shaking|jerking|twitching|fitting|convulsing|foaming|thrashing)|"
+                      # an acute complaint had now ("my daughter has a high fever", "she's got spots"): a relative's
+                      # illness of a lifetime is a condition ("my dad has diabetes"), never these
+                      r"(?:has|have|has got|got)\s+(?:a\s+|an\s+|some\s+)?(?:(?:really|very|high|bad|terrible|"
+                      r"awful|nasty|little|small|tiny|funny|strange|new|purple|red)\s+){0,2}(?:fever|temperature|"
+                      r"temp|rash|spots|cough|vomiting|diarrh\w*|headache|earache|ear ache|tummy ache|stomach ache|"
+                      r"sore throat|swelling|lump|bruis\w*|nosebleeds?|fits?|seizures?))\b",
                       re.I)
 _POSSESSED = frozenset("""face head chest arm arms leg legs hand hands foot feet eye eyes neck back tummy stomach belly
 skin lip lips tongue throat breathing speech words voice temperature sugar sugars blood heart wee urine poo knee

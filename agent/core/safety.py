@@ -58,6 +58,10 @@ ORDINARY = "~ordinary"
 """The phrase finder's key of ``ordinary_phrases``: the phrase-level twin of ``ordinary``. A rule phrase matches
 inflected ("fainted" finds "faint"), so an everyday phrase with the same word ("I feel faint") would raise the rule;
 listed here, the longer everyday phrase takes the span and raises nothing."""
+IDIOM = "~idiom"
+"""The phrase finder's key of ``idioms``: figures of speech in a rule's words ("could have killed him", "died
+laughing"), which raise nothing by phrase and are left out of the clause read by meaning (an ordinary phrase such as
+"feel faint" stays in it: near-fainting is part of what anaphylaxis is told by)."""
 NEAR_MISS = "~near:"
 PATTERN = "~pattern:"  # a rule's pattern matched (the finder's key is this and the rule id)
 """The phrase finder's key prefix of a near miss of a rule's phrases ("nearly passed out"), for rules with
@@ -313,7 +317,7 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a 'rules' list")
-    allowed = {"rules", "screen", "ordinary", "ordinary_history", "ordinary_phrases"}
+    allowed = {"rules", "screen", "ordinary", "ordinary_history", "ordinary_phrases", "idioms"}
     if unknown := set(raw) - allowed:
         raise RuleError(f"{path}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
     rules, seen = [], set()
@@ -386,8 +390,10 @@ def load_rules(path: str | Path = DEFAULT_RULES, vocab: Vocabulary | None = None
             )
         )
     plain = [" ".join(p.lower().split()) for p in _texts(raw.get("ordinary_phrases"), f"{path}: 'ordinary_phrases'")]
+    figures = [" ".join(p.lower().split()) for p in _texts(raw.get("idioms"), f"{path}: 'idioms'")]
     near = [(p, NEAR_MISS + r.id) for r in rules if r.near_miss_ignored for p in near_misses(r.phrases)]
-    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain), *near],
+    finder = PhraseFinder([*((p, r.id) for r in rules for p in r.phrases), *((p, ORDINARY) for p in plain),
+                           *((p, IDIOM) for p in figures), *near],
                           spans=_pattern_spans(rules), parts=body_part_words(vocab.ontology.locations),
                           members=part_members())
     context_finder = PhraseFinder((p, r.id) for r in rules if r.context is not None for p in r.context.phrases)
@@ -464,10 +470,11 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 _SPAN_DAYS = {"minute": 0.0, "hour": 0.0, "day": 1.0, "night": 1.0, "week": 7.0, "fortnight": 14.0, "month": 30.0,
               "year": 365.0}
-_AMOUNT: dict[str, int] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "a couple of": 2, "few": 3,
-                           "a few": 3, "several": 4}
-_AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|five|six|"
+_AMOUNT: dict[str, float] = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "a couple of": 2, "few": 3,
+                             "a few": 3, "several": 4, "half an": 0.5, "half a": 0.5}
+_AGO = re.compile(r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|half an|half a|an|a|one|two|three|"
+                  r"four|five|six|"
                   r"seven|eight|nine|ten)\s+(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+ago\b")
 _SPAN_SO_FAR = re.compile(r"^(?:about |around |nearly |almost |over |just over |the (?:last|past) )?"
                           r"(?P<n>\d+(?:\.\d+)?|couple of|a couple of|a few|few|several|an|a|one|two|three|four|"
@@ -763,16 +770,18 @@ def happened_again_lately(sentence: str) -> bool:
 def _phrase_flags(text: str, rules: RuleSet) -> tuple[dict[str, RedFlag], dict[str, list[str]]]:
     """The flags the rules' phrases raise, and the near misses of rule phrases said (rule id -> the sentences that
     say them: "I thought I was going to pass out so I sat down on the floor"), which raise nothing, by phrase or by
-    meaning: the rest of such a sentence tells the near miss ("... so I sat down"), not the event. The ordinary
-    phrases said are there too (:data:`ORDINARY` -> their words), which the meaning is read without."""
+    meaning: the rest of such a sentence tells the near miss ("... so I sat down"), not the event. The idioms said
+    are there too (:data:`IDIOM` -> their words), which the meaning is read without."""
     out: dict[str, RedFlag] = {}
     near: dict[str, list[str]] = {}
     if rules.finder is None:
         return out, near
     by_id = {r.id: r for r in rules.rules}
     for f in rules.finder.find(text)[0]:
-        if f.key == ORDINARY:  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is
-            near.setdefault(ORDINARY, []).append(f.text.lower())  # taken, and by meaning it is read without them
+        if f.key == ORDINARY:
+            continue  # an ordinary phrase that looks like a rule's ("feel faint" is no faint): its span is taken
+        if f.key == IDIOM:  # a figure of speech in a rule's words ("I could have killed him"): its span is taken,
+            near.setdefault(IDIOM, []).append(f.text.lower())  # and by meaning the clause is read without it
             continue
         if f.key.startswith(NEAR_MISS):
             near.setdefault(f.key.removeprefix(NEAR_MISS), []).append(f.sentence.lower())
@@ -831,7 +840,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     # only the descriptions that deny too)
     partly = [i for i, c in enumerate(clauses) if c.denies and not c.negated and c.affirmed]
     encoder = rules.encoder or default_encoder()
-    idioms = (near or {}).get(ORDINARY, [])  # "I could've killed him": compared without the idiom's words
+    idioms = (near or {}).get(IDIOM, [])  # "I could've killed him": compared without the idiom's words
     emb = encoder.embed([gloss(_without(c.text, idioms)) for c in clauses])
     sims = emb @ ref_emb.T
     ordinary = emb @ rules.ordinary_embeddings.T if rules.ordinary else np.zeros((len(clauses), 1), dtype=np.float32)

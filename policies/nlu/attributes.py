@@ -43,7 +43,7 @@ PAIN_WORD = re.compile(r"\b(?:pain\w*|hurt\w*|sore\w*|ache\w*|aching|burn\w*|sti
 without one names no pain by meaning ("my throat feels tight" is no sore throat)."""
 
 _NUM = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-        r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|a|an)")
+        r"forty|fifty|sixty|ninety|a few|few|a couple of|couple of|a couple|several|many|half an|half a|a|an)")
 _COUNT = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
           r"forty|fifty)")
 _SPAN_NUM = rf"(?:{_COUNT}\s*(?:or|to|-)\s*)?{_NUM}"
@@ -415,9 +415,9 @@ def onset(text: str, asked: bool = False, ended: bool = False) -> str | None:
         if m and not (ended and m.group(0).startswith("for")):
             unit = m.group("u")
             n = _amount(m.group("n"))
-            if n in ("1",) and unit.endswith("s"):
-                unit = unit[:-1]
-            if n not in ("1",) and not unit.endswith("s") and n not in ("couple of", "few"):
+            if n in ("1", "one", "half an", "half a") and unit.endswith("s"):
+                unit = unit[:-1]  # "one month ago", "half an hour ago", not "one months ago"
+            if n not in ("1", "one", "half an", "half a") and not unit.endswith("s") and n not in ("couple of", "few"):
                 unit += "s"
             if n in ("few", "couple of", "several", "many") and not unit.endswith("s"):
                 unit += "s"

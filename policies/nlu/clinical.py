@@ -53,6 +53,7 @@ from policies.nlu.mentions import (
     resolve_faint_and_dribble,
     resolve_night_sweats,
     resolve_pain,
+    resolve_toilet,
     segments,
     someone_elses,
 )
@@ -175,6 +176,7 @@ class ClinicalNLU:
         resolve_faint_and_dribble(mentions)
         resolve_night_sweats(mentions)
         resolve_blocked(mentions)
+        resolve_toilet(mentions)
         resolve_eye(mentions, text, sents, self.clause_reader)
         resolve_drug_reaction(mentions)
         self.details.denied_elsewhere(frame, mentions, sents)

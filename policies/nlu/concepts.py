@@ -233,10 +233,39 @@ _BLOOD_GIVEN = re.compile(r"\b(?:giv(?:e|es|ing)|gave|given|donat(?:e|es|ed|ing)
 """Blood given or its kind ("I fainted giving blood", "I'm a blood donor"): no bleeding, whatever the word."""
 
 
+_KEPT_DOWN = re.compile(r"\b(?:keep|keeps|keeping|kept|holding|hold|holds|held)\s+(?:\w+\s+){0,4}?down\b", re.I)
+"""Food or drink kept down ("I'm keeping water and squash down"): how a vomiting patient copes, no complaint."""
+
+
+_SEEN_ON = {
+    "cyanosis": re.compile(r"\b(?:lips?|mouth|face|tongue|skin|fingers?|fingertips?|toes?|nails?|colou?r|grey|gray)\b",
+                           re.I),
+    "jaundice": re.compile(r"\b(?:skin|eyes?|whites|face|yellow\w*)\b", re.I),
+    "pallor": re.compile(r"\b(?:skin|face|lips?|pale\w*|white|grey|gray|colou?r|ashen|washed)\b", re.I),
+}
+"""Signs seen on the body by their colour, and the words a clause that tells one names: the second stage takes them
+only from such a clause (NHS "Sepsis": "blue, grey, pale or blotchy skin, lips or tongue")."""
+
+
+def _within_kept_down(clause: str, text: str) -> bool:
+    """Whether a clause says nothing beyond a :data:`_KEPT_DOWN` idiom the clause reader cut ("I'm keeping water" of
+    "I'm keeping water and squash down")."""
+    at = text.find(clause)
+    if at < 0:
+        return False
+    rest = clause
+    for m in _KEPT_DOWN.finditer(text):
+        lo, hi = max(m.start(), at) - at, min(m.end(), at + len(clause)) - at
+        if lo < hi:
+            rest = rest[:lo] + " " * (hi - lo) + rest[hi:]
+    return rest != clause and not says_enough(rest)
+
+
 def _idioms_out(clause: str) -> str:
-    """A clause without the idioms that name no concept (:data:`HOW_ONE_IS_SAID`, :data:`_BLOOD_GIVEN`), which the
-    encoder would read by their words ("not feeling so hot" near a fever, "giving blood" near coughed-up blood)."""
-    return _BLOOD_GIVEN.sub(" ", HOW_ONE_IS_SAID.sub(" ", clause))
+    """A clause without the idioms that name no concept (:data:`HOW_ONE_IS_SAID`, :data:`_BLOOD_GIVEN`,
+    :data:`_KEPT_DOWN`), which the encoder would read by their words ("not feeling so hot" near a fever, "giving
+    blood" near coughed-up blood, "keeping water down" near thirst)."""
+    return _KEPT_DOWN.sub(" ", _BLOOD_GIVEN.sub(" ", HOW_ONE_IS_SAID.sub(" ", clause)))
 
 
 def only_routine(clause: str) -> bool:
@@ -501,7 +530,7 @@ class ConceptMatcher:
                     or self._only_places(c.text) or only_routine(c.text) or only_pain_quality(c.text)
                     or goes_on_with_a_quality(c.text) or only_colour(c.text)
                     or self._place_said_to_be_fine(c.text) or factor_of_it(c.text) or says_the_mind_works(c.text)
-                    or any(c.text in p for p in products)):
+                    or any(c.text in p for p in products) or _within_kept_down(c.text, text)):
                 continue
             if by := next((d for d in describing if c.text in d), None):  # "or yellowish" of "it's white or ..."
                 described[len(clauses)] = self._antecedent(by, text, before_l)
@@ -550,6 +579,8 @@ class ConceptMatcher:
                     continue
                 if kind == CONDITION and not names_the_condition(clause.text, refs[best][1], self._place_stems):
                     continue
+                if kind == "symptom" and value in _SEEN_ON and not _SEEN_ON[value].search(clause.text):
+                    continue  # "watching Bluey" is near "blue" by its letters: a colour sign is told of the body
                 if kind == CONDITION and self._said_to_be_fine(clause.text) is not None:
                     continue  # "my sugars are usually fine": a condition kept in check, not one the patient lacks
                 if kind == "symptom" and (value in self._left_to_the_screen

@@ -101,6 +101,13 @@ def last_placed(state: dict) -> list[str]:
     return [p for p in placed[-1]["location"] if isinstance(p, str)] if placed else []
 
 
+_LOST_ON_WAKING = frozenset({"hearing impairment", "hearing loss", "vision loss", "visual impairment"})
+_WOKE_WITH = re.compile(r"\b(?:woke|woken|waking|wake)\s+(?:up\s+)?(?:\w+\s+){0,3}?"
+                        r"(?:with|to find|and)\b", re.I)
+"""A sense found gone on waking (NICE CKS Hearing loss in adults: sudden sensorineural loss is often noticed on
+waking): it went over one night, which is sudden (developing over 3 days or less)."""
+
+
 class DetailReader:
     """Attributes of the mentions and the utterance's records, written into a :class:`Frame`."""
 
@@ -117,6 +124,8 @@ class DetailReader:
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks, lay_mild=names_a_pain(value)))
         set_attr(out, "initiation", attr.initiation(clause, asked="initiation" in asked_checks))
+        if value in _LOST_ON_WAKING and "initiation" not in out and _WOKE_WITH.search(clause):
+            out["initiation"] = "abruptly"  # "woke up on Thursday with my left ear completely dead": gone overnight
         prog = attr.progression(clause, asked="progression" in asked_checks)
         if prog and not (
             prog.endswith("worse over time")

@@ -882,6 +882,21 @@ def resolve_blocked(mentions: list[Mention]) -> None:
             m.value = "nasal congestion"
 
 
+_TOILET_WORDS = re.compile(r"\b(?:going|always going|constantly going|back and forth|up and down|running)\b", re.I)
+_URINE_WORDS = re.compile(r"\b(?:wee\w*|pee\w*|urin\w*|water|bladder|spend a penny|pass(?:ing)? water)\b", re.I)
+
+
+def resolve_toilet(mentions: list[Mention]) -> None:
+    """Going to the toilet more often said in a sentence about the bowels ("I've been going more often and looser",
+    "up and down to the loo with my bowels") is a change in bowel habit (NICE NG12), not the urinary frequency the same
+    words name alone; the site decides, as for blood (:func:`resolve_blood`)."""
+    for m in mentions:
+        if (m.base == "symptom" and m.value == "urinary frequency" and m.char_start >= 0
+                and _TOILET_WORDS.search(m.sentence[m.char_start:m.char_end])
+                and _SITES[2][1].search(m.sentence.lower()) and not _URINE_WORDS.search(m.sentence)):
+            m.value = "change in faeces/bowel movements"
+
+
 def resolve_eye(mentions: list[Mention], text: str, sents: list[str], clauses: ClauseReader) -> None:
     """What a sentence about the eyes says is the eyes': a discharge word the lexicon files under sputum ("gunk",
     "mucus") is an eye discharge when its sentence names the eye and no cough ("my eyes are red and gunky"; likewise

@@ -662,7 +662,8 @@ _MOLE_CHANGED = re.compile(
 colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist): recorded as a changing mole, a
 cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""
 _HEAD_HIT = re.compile(
-    r"\b(?P<c>(?:hit|banged|bumped|knocked|cracked|smacked|whacked|struck|bashed|clonked|thumped)\s+(?:\w+\s+){0,2}?"
+    r"\b(?P<c>(?:hit|banged|bumped|knocked|cracked|smacked|whacked|struck|bashed|clonked|thumped|smashed|slammed|"
+    r"walloped|split|cut)\s+(?:\w+\s+){0,2}?"
     r"(?:on|to|against)?\s*(?:the|my|his|her|their)\s+head)\b|\b(?:took|had|got|taken|gotten|takes)\s+(?:a|an|one|"
     r"another)\s+(?P<d>(?:nasty\s+|bad\s+|big\s+|hard\s+|real\s+)?(?:knock|bang|bump|blow|whack|thump|smack|clonk|hit|"
     r"kick|elbow|knee)\s+(?:on|to|in)\s+(?:the|his|her|my|their)\s+(?:head|face|temple|forehead))\b", re.I)

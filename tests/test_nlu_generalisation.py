@@ -1612,3 +1612,30 @@ def test_dialects_signs_and_contexts_read_as_meant(store, said, slot, value, sta
 def test_new_wordings_of_red_flags_raise_them(store, said, rule):
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert rule in flags, flags
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+    # a denial said after its topic (Indian English and others): "X is not there", "X I am not taking"
+    ("Fever is not there, only the cough since Saturday.", "symptom", "fever", "negative"),
+    ("Cigarettes I am not having.", "habit", "smoking", "negative"),
+    # Scots "nae" and "no" before a verb in -ing
+    ("There's nae blood in it and she's no eating much.", "symptom", "hemoptysis", "negative"),
+    # a nuisance called a pain in the neck is no pain
+    ("My cough's the worst of it; the only pain in the neck is my landlord.", "symptom", "pain", None),
+    # a lump on the eyelid is focal (a stye), no angio-oedema
+    ("There's a hard little lump on my upper eyelid that's been there a fortnight.", "symptom", "angioedema", None),
+])
+def test_topic_first_denials_and_focal_lumps_read_as_meant(store, said, slot, value, status):
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+def test_a_discourse_sure_answers_no_question(store):
+    """"Sure I'm seventy-nine, and I still walk the dog" opens a statement (Hiberno-English and Scots "sure"): the
+    items the doctor just asked stay unanswered (a "yes" to a question about a drooping face had raised the stroke
+    emergency)."""
+    session = talk(store, "I've been getting dizzy when I stand up since they changed my tablets.")
+    before = {it["value"] for it in session.state().patient_state.get("positive_symptom", [])}
+    session.send("Sure I'm seventy-nine, and I still walk the dog round the park every day.")
+    after = {it["value"] for it in session.state().patient_state.get("positive_symptom", [])}
+    assert after == before, (before, after)

@@ -240,6 +240,16 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is fine", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were", "been", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "unaffected", "perfect"]}}]))
+    # A denial said after its topic, as Indian and other English put it: "Chest pain is not there", "Alcohol I am not
+    # taking", "Weakness in the legs is not there" (the topic first, the denial closing the sentence)
+    rules.append(ConTextRule("is not there", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=5, pattern=[
+        {"LOWER": {"IN": ["is", "are", "was", "were", "'s", "’s"]}}, {"LOWER": {"IN": ["not", "n't", "’t"]}},
+        {"LOWER": "there"}, {"IS_PUNCT": True}]))
+    rules.append(ConTextRule("i am not taking", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
+        # (a verb of taking only: "I don't smoke." names its own habit, which the cue must not swallow)
+        {"LOWER": {"IN": ["i", "he", "she"]}}, {"LOWER": {"IN": ["am", "'m", "’m", "is", "'s", "’s"]}},
+        {"LOWER": {"IN": ["not", "n't", "’t"]}}, {"LOWER": {"IN": ["taking", "having", "using"]}},
+        {"IS_PUNCT": True}]))
     # ... nor one under a "can't": "I cannot breathe good", "can't hear right" say what does not work (the verdict
     # is the function's manner, in plain or non-native English), so the longer cue takes the verdict's words
     rules.append(ConTextRule("can't breathe good", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[

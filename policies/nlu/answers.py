@@ -51,6 +51,11 @@ def state_status(state: dict, base: str, value: str) -> str | None:
     return None
 
 
+_DISCOURSE_SURE = re.compile(r"^sure\s+(?:look|listen|what|(?:i|i'm|i've|i'd|it's|we|we're|he|he's|she|she's|they|"
+                             r"you|that's|there's)\s+(?!(?:do|did|have|had|am|was|can|will|does|is|would|could|"
+                             r"have been|had been)\b\W*(?:\w+\W*){0,4}$))", re.I)
+"""Hiberno-English and Scots "sure" opening a statement with no break ("Sure I'm eighty-two and still at Mass",
+"sure look, it's nothing"): a discourse marker, not a yes; "Sure I do", "Sure, I get them" still answer."""
 _ANSWER_WORD = re.compile(r"^\W*(?:oh|well|um+|uh+|so)?\W*(?:yes|yeah|yep|yup|yea|no|nope|nah|not really|uh-huh|"
                           r"sure|correct|absolutely|definitely|of course)\b", re.I)
 _POINTS_THERE = re.compile(r"\b(?:there|that spot|that area|that side|that way|it does|it do|they do|both)\b", re.I)
@@ -162,6 +167,8 @@ class AnswerReader:
             for phrase in self.lexicon.answers[kind]:
                 if re.match(rf"{re.escape(phrase)}(?![\w'])", t) and (best is None or len(phrase) > best[0]):
                     best = (len(phrase), kind)
+        if best and best[1] == "affirm" and _DISCOURSE_SURE.match(t):
+            return None  # "Sure I'm eighty-two, and ...": the Irish and Scots opener, no yes to the question
         if best:
             rest = _FIRST_WORD.match(t[best[0]:])
             if _AUXILIARY_OPENER.fullmatch(t[:best[0]]) and rest and rest.group(1) in _ANOTHER_PREDICATE:

@@ -19,6 +19,7 @@ from policies.nlu.mentions import Mention, names_a_pain, own_clause, segments
 
 _ANGIOEDEMA_SITE = re.compile(r"\b(?:lips?|tongue|mouth|eyelids?|eyes? (?:have|has) (?:puffed|swollen|closed))\b",
                               re.I)
+_FOCAL = re.compile(r"lumps?|lumpy|bumps?|knots?|nodules?|cysts?", re.I)
 _PRONOUN_START = re.compile(r"\W*(?:and |but )?(?:it|it's|its|it is|it has|they|they're|they are|they've)\b",
                             re.IGNORECASE)
 """A part of a sentence about what was just named ("..., it's swollen", "... and they're itchy")."""
@@ -382,10 +383,11 @@ class DetailReader:
     def name_angioedema(frame: Frame, mentions: list[Mention]) -> None:
         """A swelling of the lips, tongue, mouth or eyelids is angio-oedema (NICE CKS Angio-oedema and anaphylaxis:
         the deeper swelling that affects them), the anaphylaxis rule's sign and not a swelling of wherever else its
-        sentence names ("my lips and tongue started swelling ... and my throat feels tight" is no throat swelling)."""
+        sentence names ("my lips and tongue started swelling ... and my throat feels tight" is no throat swelling). A
+        lump is focal ("a lump on my eyelid": a stye or a chalazion, NICE CKS), no angio-oedema."""
         for m in mentions:  # its own clause: "my knee is swollen and my mouth is dry" is the knee's
             if m.base == "symptom" and m.value == "swelling" and m.char_start >= 0 and _ANGIOEDEMA_SITE.search(
-                    own_clause(m)):
+                    own_clause(m)) and not _FOCAL.fullmatch(m.sentence[m.char_start:m.char_end]):
                 name = f"{mention_status(m)}_symptom"
                 if (name, "swelling") in frame.items:
                     frame.rename(name, "swelling", "angioedema").pop("location", None)

@@ -288,7 +288,9 @@ IMMUNIZATION = "immunization"  # MediTOD's medical-history value for vaccination
 
 _IDIOM_PAIN = re.compile(r"\b(?:is|'s|’s|are|was|were|be|being)\s+(?:a|an|such a|a real|a right|an absolute|a total|"
                          r"a bit of a|a proper)\s+(?:real\s+|right\s+|absolute\s+|total\s+)?pain\s+in\s+(?:the|my|his|"
-                         r"her)\s+(?:neck|arse|ass|backside|butt|bum|rear)\b", re.I)
+                         r"her)\s+(?:neck|arse|ass|backside|butt|bum|rear)\b|"
+                         r"\b(?:the only|the real|the biggest|the one|what a|such a)\s+pain\s+in\s+the\s+"
+                         r"(?:neck|arse|ass|backside|butt|bum|rear)\b", re.I)
 """Someone or something that "is a pain in the neck" is a nuisance (the idiom), not a pain anywhere."""
 
 _DONE_OR_TAKEN = ("habit", "medication", "exposure")

@@ -1639,3 +1639,17 @@ def test_a_discourse_sure_answers_no_question(store):
     session.send("Sure I'm seventy-nine, and I still walk the dog round the park every day.")
     after = {it["value"] for it in session.state().patient_state.get("positive_symptom", [])}
     assert after == before, (before, after)
+
+
+def test_walk21_an_australian_back_pain_with_cancer_features(store):
+    """The walkthrough `walk21` (a 67-year-old Australian with night back pain after a prostate cancer): "giving me
+    curry" had lost the back pain, "waterworks are right" had made a urinary complaint, "never smoked, a few beers"
+    had denied the beers and "pretty crook" had become nausea. In other words here."""
+    state = talk(store, "I'm 71. Me hip's been giving me curry since the footy season started.",
+                 "The bladder's right, no trouble there.",
+                 "Never touched cigarettes, a couple of wines with tea most nights.",
+                 "I've been real crook this last fortnight.").state().patient_state
+    assert any("hip" in (it.get("location") or []) for it in state.get("positive_symptom", [])), state
+    assert status_of(state, "symptom", "difficulty passing urine") in (None, "negative"), state
+    assert status_of(state, "habit", "alcohol abuse") == "positive", state
+    assert status_of(state, "symptom", "nausea") is None, state

@@ -209,6 +209,16 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": [",", ";"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"REGEX": r"^[a-z]{3,}ed$"}},
         {"LOWER": {"IN": ["my", "his", "her", "their", "the", "it", "up", "out", "off", "into", "in", "down", "a", "an",
                           "over", "back", "myself", "himself", "herself", "on"]}}]))
+    # ... and so does an amount said after a break: "Never smoked, a few beers at the weekend", "no fever, a bit of a
+    # cough" (a denied list goes on with bare names: "no fever, chills or sweats")
+    rules.append(ConTextRule(", a few", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";"]}}, {"LOWER": {"IN": ["a", "the", "some", "lots", "loads", "plenty", "two", "one"]}},
+        {"LOWER": {"IN": ["few", "couple", "odd", "bit", "lot", "little", "of", "or"]}}]))
+    # A verdict "right" closing what it is said of: "Nah, waterworks are right", "my chest's right now" (British and
+    # Australian for fine); "the pain is right here" points, and needs the break after it
+    rules.append(ConTextRule("are right.", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
+        {"LOWER": {"IN": ["'s", "’s", "is", "are", "was", "were"]}}, {"LOWER": "right"},
+        {"LOWER": {"IN": ["now", "again"]}, "OP": "?"}, {"IS_PUNCT": True}]))
     # A colon opens what the speaker goes on to tell: "I haven't bumped into a thing: bruises all over"
     rules.append(ConTextRule("colon", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[{"LOWER": ":"}]))
     # A new predicate with its subject left out ends a denial too: "I didn't eat and kept throwing up", "I don't smoke

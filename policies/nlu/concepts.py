@@ -374,7 +374,8 @@ class ConceptMatcher:
         """The clause with the ConText reading of its glossed words: a glossary phrase that contains a cue word
         ("can't sleep", "not able to hold my water") names a complaint, so its "can't" denies nothing; other cues
         ("no", "my mum") stay in the glossed text and still count."""
-        again = self.clauses.clauses(plain)
+        # the clause's own end, as a break: a cue that closes what it is said of ("waterworks are right.") needs it
+        again = self.clauses.clauses(plain if plain.rstrip()[-1:] in ".!?;," else f"{plain.rstrip()}.")
         if not again:
             return clause
         return replace(clause, negated=any(c.negated for c in again), uncertain=any(c.uncertain for c in again))

@@ -451,7 +451,7 @@ _TROUBLE_FROM = re.compile(
     r"belly|head|joints?|teeth|tooth|jaw|ears?|eyes?|throat|side)(?:['’]s)?\s+(?:(?:has|have|is|are|'s|'ve)\s+)?"
     r"(?:been\s+)?(?:really\s+|properly\s+|still\s+)?(?P<c>(?:giving|given|gives|give)\s+(?:me|him|her|them)\s+"
     r"(?:real\s+|some\s+|a lot of\s+|no end of\s+|terrible\s+|such\s+)?"
-    r"(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip)|playing\s+up|"
+    r"(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip|curry|heaps)|playing\s+up|"
     r"(?:been\s+)?killing\s+(?:me|him|her))\b", re.I)
 _TROUBLE_WITH = re.compile(
     r"\b(?P<c>(?:bad|trouble|troubled|problems?|bother|bothered|issues?|martyr|suffering|plagued)\s+(?:again\s+)?"

@@ -1506,7 +1506,7 @@ def test_a_sudden_severe_headache_and_a_sudden_deafness_raise_their_flags(store,
     assert rule in flags, flags
 
 
-@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+_WORDS_READ_AS_MEANT = [
     # the idiom of being unwell in general is no fever, and denies nothing told after it
     ("Honestly I've not been doing too hot since Friday, coughing my guts up.", "symptom", "fever", None),
     ("Honestly I've not been doing too hot since Friday, coughing my guts up.", "symptom", "coughing", "positive"),
@@ -1524,10 +1524,7 @@ def test_a_sudden_severe_headache_and_a_sudden_deafness_raise_their_flags(store,
     # breathless in the everyday word; a simile of running is no exercise habit
     ("I'm puffing and panting like I've done a triathlon just walking to the bus.", "symptom", "dyspnea", "positive"),
     ("I'm puffing and panting like I've done a triathlon just walking to the bus.", "habit", "regular exercise", None),
-])
-def test_idioms_products_and_everyday_words_read_as_meant(store, said, slot, value, status):
-    state = talk(store, said).state().patient_state
-    assert status_of(state, slot, value) == status, state
+]
 
 
 def test_a_place_the_pain_is_said_not_to_reach_and_a_time_said_back_then_are_no_places(store):
@@ -1552,20 +1549,17 @@ def test_history_over_and_done_and_idioms_raise_no_flag(store, said):
     assert not flags, flags
 
 
-@pytest.mark.parametrize(("said", "rule"), [
+_PASSED_TODAY_AND_JOURNEYS = [
     # the same episode today, though it has passed, is still today's (NICE CG95)
     ("About an hour ago I had a heavy crushing feeling in my chest with sweating, it's eased now, fine since.",
      "acute_coronary_syndrome"),
     # a long journey with new breathlessness is the clot's risk factor (NICE CKS Pulmonary embolism: travel > 4 hours)
     ("I got off a twelve-hour flight on Sunday and since then I've been breathless and my chest catches when I "
      "breathe in.", "pulmonary_embolism"),
-])
-def test_a_passed_episode_of_today_and_a_journey_with_breathlessness_raise_their_flags(store, said, rule):
-    flags = {f["id"] for f in talk(store, said).state().red_flags}
-    assert rule in flags, flags
+]
 
 
-@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+_DIALECTS_AND_SIGNS = [
     # regional spellings read as standard English before anything else (Jamaican Creole, Scots, Southern US)
     ("Mi belly a hurt me bad bad an' mi cyaan eat nutten since Tuesday.", "symptom", "loss of appetite", "positive"),
     ("Ma knee's been giein' me gyp since the weekend.", "symptom", "pain", "positive"),
@@ -1588,13 +1582,10 @@ def test_a_passed_episode_of_today_and_a_journey_with_breathlessness_raise_their
     ("There are little purple dots all over his tummy and he's floppy.", "symptom", "non-blanching rash",
      "positive"),
     ("My gums keep bleeding and I'm covered in bruises I can't explain.", "symptom", "unusual bleeding", "positive"),
-])
-def test_dialects_signs_and_contexts_read_as_meant(store, said, slot, value, status):
-    state = talk(store, said).state().patient_state
-    assert status_of(state, slot, value) == status, state
+]
 
 
-@pytest.mark.parametrize(("said", "rule"), [
+_NEW_WORDINGS_OF_FLAGS = [
     # a relative named as a circumstance ("since the grandkids", "at my son's wedding") owns nothing after a break
     ("We were at my nephew's wedding, and out of the blue this tearing pain went right through to my back.",
      "aortic_dissection"),
@@ -1608,13 +1599,10 @@ def test_dialects_signs_and_contexts_read_as_meant(store, said, slot, value, sta
     # pain low on one side with a positive test is the ectopic's; no urine with a drum-tight belly is retention
     ("My test came back positive last week and now I've a stabbing pain low on the right side.", "ectopic_pregnancy"),
     ("I've not passed a drop since teatime and my tummy's tight as a drum.", "acute_urinary_retention"),
-])
-def test_new_wordings_of_red_flags_raise_them(store, said, rule):
-    flags = {f["id"] for f in talk(store, said).state().red_flags}
-    assert rule in flags, flags
+]
 
 
-@pytest.mark.parametrize(("said", "slot", "value", "status"), [
+_TOPIC_FIRST_AND_FOCAL = [
     # a denial said after its topic (Indian English and others): "X is not there", "X I am not taking"
     ("Fever is not there, only the cough since Saturday.", "symptom", "fever", "negative"),
     ("Cigarettes I am not having.", "habit", "smoking", "negative"),
@@ -1624,10 +1612,7 @@ def test_new_wordings_of_red_flags_raise_them(store, said, rule):
     ("My cough's the worst of it; the only pain in the neck is my landlord.", "symptom", "pain", None),
     # a lump on the eyelid is focal (a stye), no angio-oedema
     ("There's a hard little lump on my upper eyelid that's been there a fortnight.", "symptom", "angioedema", None),
-])
-def test_topic_first_denials_and_focal_lumps_read_as_meant(store, said, slot, value, status):
-    state = talk(store, said).state().patient_state
-    assert status_of(state, slot, value) == status, state
+]
 
 
 def test_a_discourse_sure_answers_no_question(store):
@@ -1653,3 +1638,20 @@ def test_walk21_an_australian_back_pain_with_cancer_features(store):
     assert status_of(state, "symptom", "difficulty passing urine") in (None, "negative"), state
     assert status_of(state, "habit", "alcohol abuse") == "positive", state
     assert status_of(state, "symptom", "nausea") is None, state
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"),
+                         [*_WORDS_READ_AS_MEANT, *_DIALECTS_AND_SIGNS, *_TOPIC_FIRST_AND_FOCAL])
+def test_regional_words_idioms_and_signs_read_as_meant(store, said, slot, value, status):
+    """The twenty-first session's mechanisms, each case in words of its own: regional English read as standard, idioms
+    and products that name no illness, denials said after their topic, signs in everyday words."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "rule"), [*_PASSED_TODAY_AND_JOURNEYS, *_NEW_WORDINGS_OF_FLAGS])
+def test_new_wordings_of_red_flags_raise_them(store, said, rule):
+    """A passed episode of today, a journey with breathlessness, and the ninth set's classes of red flags in words of
+    their own (a relative as a circumstance, the one told, an overdose told by what was swallowed, a lost sense)."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags

@@ -48,11 +48,12 @@ balance taste smell""".split())
 """Nouns of what a part or a person can do: after "no" they say its loss ("no hearing in my left ear", "no feeling in
 my foot"), the complaint and no denial of it."""
 
-_HOW_ONE_IS = {"LOWER": {"IN": ["been", "feeling", "felt", "feel", "doing", "looking", "quite", "really"]}, "OP": "*"}
+_HOW_ONE_IS_WORDS = ("been", "feeling", "felt", "feel", "doing", "looking", "quite", "really")
+_HOW_ONE_IS = {"LOWER": {"IN": list(_HOW_ONE_IS_WORDS)}, "OP": "*"}
 """The verb of how one is in general, between the "not" and the verdict ("not been feeling so hot", "not doing too
 great", "not looking so good"): the idiom is the same however it is said."""
 HOW_ONE_IS_SAID = re.compile(
-    r"\b(?:not|n't|n’t)\s+(?:(?:been|feeling|felt|feel|doing|looking|quite|really)\s+)*"
+    rf"\b(?:not|n't|n’t)\s+(?:(?:{'|'.join(_HOW_ONE_IS_WORDS)})\s+)*"
     r"(?:(?:so|too|that|all that|very)\s+(?:hot|great|good|well|brilliant|clever|grand|fantastic)"
     r"|(?:great|good|well|brilliant|grand|fantastic|right|myself|herself|himself|themselves))\b", re.I)
 """How one is in general, said by the idiom ("not feeling so hot", "I've not been too great", "not quite right"):

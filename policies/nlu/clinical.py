@@ -57,7 +57,7 @@ from policies.nlu.mentions import (
     segments,
     someone_elses,
 )
-from policies.nlu.observations import DYED, DYED_BY
+from policies.nlu.observations import DYED, DYED_BY, sentence_of
 
 _PRESSURE_NAMED = re.compile(r"\b(?:blood pressure|bp)\b")
 """A medicine phrase that names the blood pressure it treats."""
@@ -93,14 +93,6 @@ feature)."""
 
 
 
-def _sentence_around(text: str, at: int, clause: str) -> str:
-    """The sentence of ``text`` holding ``clause`` (found at ``at``; the clause alone when it was not found): a
-    colour's dye is said in the same sentence, often in another clause ("my poo was red, but I'd eaten beetroot")."""
-    if at < 0:
-        return clause
-    start = max(text.rfind(p, 0, at) for p in ".!?") + 1
-    ends = [e for p in ".!?" if (e := text.find(p, at + len(clause))) >= 0]
-    return text[start:min(ends) + 1 if ends else len(text)]
 
 class ClinicalNLU:
     """The ``clinical`` NLU kind. ``understand`` reads ``ctx.turns[-1]`` (the patient), the doctor's last
@@ -271,7 +263,8 @@ class ClinicalNLU:
             at = low.find(h.clause.lower())
             if at >= 0 and any(a < at + len(h.clause) and at < b for a, b in told):
                 continue
-            if h.base == "symptom" and h.value in DYED and DYED_BY.search(_sentence_around(text, at, h.clause)):
+            dyed_in = sentence_of(text, at) if at >= 0 else h.clause  # "my poo was red, but I'd eaten beetroot"
+            if h.base == "symptom" and h.value in DYED and DYED_BY.search(dyed_in):
                 continue  # "black since I started the iron tablets": the dye's colour, no bleeding
             relation = self.finder.relation(h.clause.lower()) if h.base == "family_history" else None
             said_so_far = text[:at + len(h.clause)].rstrip(".!? ") if at >= 0 else ""

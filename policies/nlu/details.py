@@ -103,7 +103,7 @@ def last_placed(state: dict) -> list[str]:
 
 
 _LOST_ON_WAKING = frozenset({"hearing impairment", "hearing loss", "vision loss", "visual impairment"})
-_WOKE_WITH = re.compile(r"\b(?:woke|woken|waking|wake)\s+(?:up\s+)?(?:\w+\s+){0,3}?"
+_FOUND_ON_WAKING = re.compile(r"\b(?:woke|woken|waking|wake)\s+(?:up\s+)?(?:\w+\s+){0,3}?"
                         r"(?:with|to find|and)\b", re.I)
 """A sense found gone on waking (NICE CKS Hearing loss in adults: sudden sensorineural loss is often noticed on
 waking): it went over one night, which is sudden (developing over 3 days or less)."""
@@ -125,7 +125,7 @@ class DetailReader:
         set_attr(out, "frequency", attr.frequency(clause))
         set_attr(out, "severity", attr.severity(clause, asked="severity" in asked_checks, lay_mild=names_a_pain(value)))
         set_attr(out, "initiation", attr.initiation(clause, asked="initiation" in asked_checks))
-        if value in _LOST_ON_WAKING and "initiation" not in out and _WOKE_WITH.search(clause):
+        if value in _LOST_ON_WAKING and "initiation" not in out and _FOUND_ON_WAKING.search(clause):
             out["initiation"] = "abruptly"  # "woke up on Thursday with my left ear completely dead": gone overnight
         prog = attr.progression(clause, asked="progression" in asked_checks)
         if prog and not (

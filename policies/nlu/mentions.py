@@ -694,6 +694,8 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("vaginal bleeding", re.compile(r"\b(?:vagin\w*|down below|pads?|periods?|pregnan\w*|weeks (?:gone|along)|"
                                     r"miscarr\w*|womb|spotting)\b")),
 )
+_SITE_WORDS = dict(_SITES)
+"""The words of each site, by the bleeding named for it (``resolve_toilet`` reads the bowel's and the urine's)."""
 _SITE_OF_SYMPTOM = (  # the state's complaints -> the site a bare "blood" is from when the utterance does not say
     ("hemoptysis", re.compile(r"cough|sputum|hemoptysis|dyspnea|wheez|chest")),
     ("hematuria", re.compile(r"urin|dysuria|hematuria|polyuria|nocturia")),
@@ -885,7 +887,6 @@ def resolve_blocked(mentions: list[Mention]) -> None:
 
 
 _TOILET_WORDS = re.compile(r"\b(?:going|always going|constantly going|back and forth|up and down|running)\b", re.I)
-_URINE_WORDS = re.compile(r"\b(?:wee\w*|pee\w*|urin\w*|water|bladder|spend a penny|pass(?:ing)? water)\b", re.I)
 
 
 def resolve_toilet(mentions: list[Mention]) -> None:
@@ -895,7 +896,8 @@ def resolve_toilet(mentions: list[Mention]) -> None:
     for m in mentions:
         if (m.base == "symptom" and m.value == "urinary frequency" and m.char_start >= 0
                 and _TOILET_WORDS.search(m.sentence[m.char_start:m.char_end])
-                and _SITES[2][1].search(m.sentence.lower()) and not _URINE_WORDS.search(m.sentence)):
+                and _SITE_WORDS["rectal bleeding"].search(m.sentence.lower())
+                and not _SITE_WORDS["hematuria"].search(m.sentence.lower())):
             m.value = "change in faeces/bowel movements"
 
 

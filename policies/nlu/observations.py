@@ -821,7 +821,7 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     out += _told(_TOLD, text)
     for m in _ACCIDENT.finditer(text):  # which incontinence the sentence tells
         bowel = m.group("what").lower().startswith("bowel") or re.search(
-            r"\b(?:poo|poop|bowels?|stools?|soil\w*)\b", _sentence_of(text, m.start("c")), re.I)
+            r"\b(?:poo|poop|bowels?|stools?|soil\w*)\b", sentence_of(text, m.start("c")), re.I)
         out.append((m.start("c"), m.end("c"),
                     f"{PREFIX}symptom:{'faecal incontinence' if bowel else 'urinary incontinence'}"))
     if not _BREATH_WORD.search(text):  # "I can only get a couple of words out" to an asthmatic is the breath
@@ -830,7 +830,7 @@ def observed(text: str) -> list[tuple[int, int, str]]:
     return _first_of_overlapping(out)
 
 
-def _sentence_of(text: str, at: int) -> str:
+def sentence_of(text: str, at: int) -> str:
     """The sentence of ``text`` around character ``at``."""
     start = max(text.rfind(c, 0, at) for c in ".;!?") + 1
     ends = [i for c in ".;!?" if (i := text.find(c, at)) >= 0]

@@ -1655,3 +1655,13 @@ def test_new_wordings_of_red_flags_raise_them(store, said, rule):
     their own (a relative as a circumstance, the one told, an overdose told by what was swallowed, a lost sense)."""
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert rule in flags, flags
+
+
+def test_walk22_a_pregnancy_told_by_its_weeks_is_no_ectopic_and_its_problems_denied_leave_it_had(store):
+    """The walkthrough `walk22` (pre-eclampsia at 33 weeks): "33 weeks with my first baby" gave no gestation, so a
+    pain under the ribs raised the ectopic emergency, and "No other problems in this pregnancy" denied the pregnancy.
+    In other words here."""
+    state = talk(store, "I'm 36 weeks with our second, and I've got a bad headache and pain up under my right ribs.",
+                 "There've been no complications during this pregnancy till now.").state()
+    assert status_of(state.patient_state, "medical_history", "pregnancy") == "positive", state.patient_state
+    assert "ectopic_pregnancy" not in {f["id"] for f in state.red_flags}, state.red_flags

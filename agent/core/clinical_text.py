@@ -210,6 +210,15 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": [",", ";"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"REGEX": r"^[a-z]{3,}ed$"}},
         {"LOWER": {"IN": ["my", "his", "her", "their", "the", "it", "up", "out", "off", "into", "in", "down", "a", "an",
                           "over", "back", "myself", "himself", "herself", "on"]}}]))
+    # "No other problems in this pregnancy", "no complications during my pregnancy": its problems are denied, not the
+    # pregnancy they are said of (it had been recorded as denied); "no problems with my knee" stays a denial
+    rules.append(ConTextRule("no problems in this", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["no", "not", "nothing", "without", "n't"]}},
+        {"LOWER": {"IN": ["other", "any", "real", "major", "else", "much"]}, "OP": "*"},
+        {"LOWER": {"IN": ["problems", "problem", "issues", "issue", "complications", "complication", "trouble",
+                          "worries", "concerns"]}},
+        {"LOWER": {"IN": ["in", "during"]}}, {"LOWER": {"IN": ["this", "my", "the", "her", "that"]}},
+        {"LOWER": {"IN": ["pregnancy", "pregnancies"]}}]))
     # ... and so does an amount said after a break: "Never smoked, a few beers at the weekend", "no fever, a bit of a
     # cough" (a denied list goes on with bare names: "no fever, chills or sweats")
     rules.append(ConTextRule(", a few", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[

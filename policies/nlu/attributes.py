@@ -452,8 +452,10 @@ _GESTATION = re.compile(
     r"\b(?P<n>\d{1,2}|(?:twenty|thirty)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|"
     r"forty(?:[- ](?:one|two))?|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen)"
-    r"(?:\s*\+\s*\d)?\s+(?P<u>weeks|months)(?=\s+(?:pregnant|gone|along|in)\b|\s*[,.]|\s*$)", re.I)
-"""How far along a pregnancy is ("I'm 34 weeks", "seven weeks pregnant", "five months gone")."""
+    r"(?:\s*\+\s*\d)?\s+(?P<u>weeks|months)(?=\s+(?:pregnant|gone|along|in)\b|\s+with\s+(?:my|our|the|this|a|"
+    r"twins|baby)\b|\s*[,.]|\s*$)", re.I)
+"""How far along a pregnancy is ("I'm 34 weeks", "seven weeks pregnant", "five months gone", "33 weeks with my first
+baby")."""
 
 
 def gestation(text: str) -> str | None:

@@ -43,7 +43,8 @@ def test_every_config_in_the_repository_checks(capsys):
     data_files = {"nlu_lexicon.yaml", "nlg_lexicon.yaml", "questionnaire.yaml", "vocabulary.yaml", "red_flags.yaml",
                   "sex_specific.yaml", "bench/paper_reference.yaml", "nlg_facts.yaml", "simulate/lay_phrases.yaml",
                   "vocabulary/hpo_terms.yaml", "vocabulary/drug_classes.yaml", "vocabulary/lay_glossary.yaml",
-                  "vocabulary/common_names.yaml", "vocabulary/inn_stems.yaml", "vocabulary/dialect.yaml"}
+                  "vocabulary/common_names.yaml", "vocabulary/inn_stems.yaml", "vocabulary/dialect.yaml",
+                  "vocabulary/code_switching.yaml"}
     checked = 0
     for f in files:
         if str(f.relative_to(REPO / "configs")) in data_files:

@@ -1665,3 +1665,87 @@ def test_walk22_a_pregnancy_told_by_its_weeks_is_no_ectopic_and_its_problems_den
                  "There've been no complications during this pregnancy till now.").state()
     assert status_of(state.patient_state, "medical_history", "pregnancy") == "positive", state.patient_state
     assert "ectopic_pregnancy" not in {f["id"] for f in state.red_flags}, state.red_flags
+
+
+# --------------------------------------------------------------------------- twenty-second session: other languages'
+# words and typing slips (configs/vocabulary/code_switching.yaml, agent/core/typos.py)
+
+_MIXED_AND_MISTYPED = [
+    # Spanish words mixed into English, read in English
+    ("Tengo fiebre desde ayer, and my whole body aches.", "symptom", "fever", "positive"),
+    ("Me falta el aire when I climb the stairs at work.", "symptom", "dyspnea", "positive"),
+    ("No tengo fiebre, just the runny nose.", "symptom", "fever", "negative"),
+    ("Me duele la garganta since Monday, it's worse when I swallow.", "symptom", "sore throat", "positive"),
+    # slips in typing a clinical word, and apostrophes left out
+    ("been feelin realy nausious all week and my stomache hurts", "symptom", "nausea", "positive"),
+    ("i dont have a temprature but the cough is bad", "symptom", "fever", "negative"),
+    ("my ankels are swolen by the evening", "symptom", "edema", "positive"),
+]
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), _MIXED_AND_MISTYPED)
+def test_other_languages_words_and_typing_slips_read_as_meant(store, said, slot, value, status):
+    """A patient's Spanish words and typing slips of clinical words read as the English words they are."""
+    state = talk(store, said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "rule"), [
+    ("Me duele mucho el pecho, goes into my left arm, y estoy sudando since half an hour.", "acute_coronary_syndrome"),
+    ("Mi papá se desmayó? No, it's me, me desmayé in the shower and my chest was hurting before.",
+     "chest_pain_with_syncope_or_palpitations"),
+    ("worst hedache of my life came on sudenly while lifting, like being hit with a hammer", "thunderclap_headache"),
+])
+def test_red_flags_in_mixed_and_mistyped_words_are_raised(store, said, rule):
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert rule in flags, flags
+
+
+def test_a_typing_slip_is_corrected_only_to_one_clinical_word_and_never_a_word():
+    """What is English stays as typed (also a derived form or a British spelling); a slip is corrected only to a
+    single nearest clinical word sharing its first letter."""
+    from agent.core.typos import correction
+
+    for word in ("eczema", "hernia", "bloated", "snore", "colour", "texting", "Drakensberg", "eish", "fiance"):
+        assert correction(word) is None, word
+    assert correction("vomitting") == "vomiting"
+    assert correction("diarea") == "diarrhea"
+    assert correction("paon") == "pain"
+
+
+_GUESSES_AND_WHOSE = [
+    # a lay person's guess at what the patient has is nobody's history; a clinician's word is a diagnosis
+    ("My flatmate reckons it's probably shingles, she's always on the internet.", "medical_history", "herpes zoster",
+     None),
+    ("Google says it could be gallstones but I've no idea.", "medical_history", "cholelithiasis", None),
+    ("The consultant said it was gallstones back in the spring.", "medical_history", "cholelithiasis", "positive"),
+    # a name said after a comma keeps its clause's subject: the relative's medicine
+    (("I've had headaches for a week.", "My dad has the blood pressure, he takes a pill for it every night, amlodipine."),
+     "medication", "calcium channel breaker", None),
+]
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), _GUESSES_AND_WHOSE)
+def test_a_lay_guess_is_no_history_and_a_named_medicine_keeps_its_owner(store, said, slot, value, status):
+    state = talk(store, *([said] if isinstance(said, str) else said)).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "site"), [
+    ("Passing blood again today, the bowl was red after I went.", "rectal bleeding"),
+    ("Last night I brought up blood, about half a mug, after supper.", "hematemesis"),
+])
+def test_blood_passed_or_brought_up_is_from_below_or_vomited(store, said, site):
+    state = talk(store, said).state().patient_state
+    assert status_of(state, "symptom", site) == "positive", state
+
+
+def test_a_present_complaint_told_after_a_history_over_and_done_keeps_its_flag(store):
+    """"A cancer years ago, all clear since. Now ..." tells the history a rule reads as its risk, then today's
+    complaint: the flag is raised (the history alone, told over and done, raises nothing)."""
+    flags = {f["id"] for f in talk(store, "I'm 64. Bowel cancer eight years back, clear ever since. These days my "
+                                          "lower back aches every night and it's getting worse.").state().red_flags}
+    assert "back_pain_with_cancer_features" in flags, flags
+    quiet = {f["id"] for f in talk(store, "I'm 64. A clot in my leg back in 2019, treated, never came back; I'm "
+                                          "here for a holiday jab.").state().red_flags}
+    assert not quiet, quiet

@@ -30,11 +30,13 @@ import yaml
 
 from agent.core import cmas
 from agent.core.paths import REPO_ROOT
+from agent.core.typos import corrected
 
 HPO_TERMS = REPO_ROOT / "configs" / "vocabulary" / "hpo_terms.yaml"
 DRUG_CLASSES = REPO_ROOT / "configs" / "vocabulary" / "drug_classes.yaml"
 LAY_GLOSSARY = REPO_ROOT / "configs" / "vocabulary" / "lay_glossary.yaml"
 DIALECT = REPO_ROOT / "configs" / "vocabulary" / "dialect.yaml"
+CODE_SWITCHING = REPO_ROOT / "configs" / "vocabulary" / "code_switching.yaml"
 COMMON_NAMES = REPO_ROOT / "configs" / "vocabulary" / "common_names.yaml"
 INN_STEMS = REPO_ROOT / "configs" / "vocabulary" / "inn_stems.yaml"
 
@@ -281,6 +283,26 @@ def _glosses(path: str | Path = LAY_GLOSSARY) -> tuple[tuple[re.Pattern[str], st
 @lru_cache(maxsize=2)
 def _spellings(path: str | Path = DIALECT) -> tuple[tuple[re.Pattern[str], str], ...]:
     return _replacements(path, "spellings", r"(?<![\w'’])(?:{})(?![\w])")  # not inside a word or a contraction
+
+
+@lru_cache(maxsize=2)
+def _foreign_words(path: str | Path = CODE_SWITCHING) -> tuple[tuple[re.Pattern[str], str], ...]:
+    return _replacements(path, "words", r"(?<![\w'’])(?:{})(?![\w])")
+
+
+def in_english(text: str) -> str:
+    """``text`` with the words of another language a patient mixed in (``code_switching.yaml``) in English: "me
+    duele el pecho y no me entra el aire" -> "my chest hurts y I can't breathe"."""
+    for pattern, english in _foreign_words():
+        text = pattern.sub(english, text)
+    return text
+
+
+def plain_english(text: str) -> str:
+    """``text`` as the NLU and the red-flag screen read it: another language's words in English (:func:`in_english`),
+    regional and informal spellings standard (:func:`standard_spelling`), and slips in typing a clinical word
+    corrected (``agent.core.typos``). The patient's own words stay in the record."""
+    return corrected(standard_spelling(in_english(text)))
 
 
 def standard_spelling(text: str) -> str:

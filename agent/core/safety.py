@@ -38,7 +38,7 @@ from agent.core.clinical_text import (
 )
 from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
-from agent.core.lay_terms import gloss, standard_spelling
+from agent.core.lay_terms import gloss, plain_english
 from agent.core.numbers import with_digits
 from agent.core.ontology import (
     Vocabulary,
@@ -739,8 +739,18 @@ def over_and_done(text: str) -> bool:
     low = text.lower()
     if not _NOT_SINCE.search(low) or happened_again_lately(low):
         return False
+    last = list(_NOT_SINCE.finditer(low))[-1]
+    if _NOW.search(low[last.end():]):
+        return False  # "breast cancer five years ago, all clear since. Now my back has hurt for six weeks": a present
+        # complaint told after the history (which a rule may read as its risk, a past cancer)
     days = onset_days({"onset": low})
     return days is not None and days >= OVER_AND_DONE_DAYS
+
+
+_NOW = re.compile(r"\b(?:now|these days|lately|recently|this (?:week|month|time|morning|afternoon|evening)|today|"
+                  r"tonight|yesterday|since (?:last|this|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+                  r"for (?:the )?(?:last|past) |for (?:a |\w+ )?(?:few |couple of )?(?:days|weeks))\b")
+"""A present time after a history told over and done: what follows is now, not the past episode."""
 
 
 def told_over_and_done(flags: list[RedFlag], said: str, before: dict[str, Any] | None,
@@ -1025,7 +1035,7 @@ def check_text_flags(text: str, rules: RuleSet | None = None, opening: bool = Fa
     rules = rules or default_rules()
     if not text.strip():
         return []
-    text = repaired(standard_spelling(text))  # "she cannae lift her arm": the readers know "can't"; a slip corrected
+    text = repaired(plain_english(text))  # "she cannae lift her arm": the readers know "can't"; a slip corrected
     relative = None
     if opening:
         text, relative = as_the_patient(text)

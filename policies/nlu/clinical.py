@@ -28,7 +28,7 @@ from agent.core.clinical_text import (
     spoken_for,
     without_echoes,
 )
-from agent.core.lay_terms import standard_spelling
+from agent.core.lay_terms import plain_english
 from agent.core.ontology import Vocabulary, default_vocabulary
 from agent.core.protocol import ModuleOutput, TurnContext
 from agent.core.safety import default_rules, disclosure_words, disclosures
@@ -45,6 +45,7 @@ from policies.nlu.mentions import (
     MentionFinder,
     a_guess,
     feared,
+    guessed,
     resolve_after_the_change,
     resolve_blocked,
     resolve_blood,
@@ -137,7 +138,7 @@ class ClinicalNLU:
         what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
         # "Pregnant? I'm 71!": the echoed question is no answer; "the right, no, sorry, the left one": the left
-        text = without_echoes(repaired(standard_spelling(text)))
+        text = without_echoes(repaired(plain_english(text)))
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None
@@ -275,6 +276,8 @@ class ClinicalNLU:
                 continue  # "my husband has diabetes", "her brother" (the wife's): no family history, nor the patient's
             if h.base in ("medical_history", "family_history") and feared(said_so_far or h.clause):
                 continue  # "I'm terrified it's cancer in my lungs": a fear, found by meaning as by a phrase
+            if h.base in ("medical_history", "symptom") and guessed(h.clause, anywhere=True):
+                continue  # "my sister thinks it might be asthma": a lay guess, found by meaning as by a phrase
             status = h.status
             if h.base == "medical_history" and status == "positive" and a_guess(h.clause):
                 status = "unknown"  # "I think I'm having a gastric ulcer": the patient's guess, as for a phrase

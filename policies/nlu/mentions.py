@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from agent.core.clinical_text import HOW_ONE_IS_SAID, OTHER_PEOPLE, PRODUCT_WORDS, ClauseReader, PhraseFinder, singular
+from agent.core.clinical_text import (
+    HOW_ONE_IS_SAID,
+    KIN,
+    OTHER_PEOPLE,
+    PRODUCT_WORDS,
+    RELATIVES,
+    ClauseReader,
+    PhraseFinder,
+    singular,
+)
 from agent.core.lay_terms import inn_stems
 from agent.core.ontology import SITE_VALUES, part_members, site_of
 from policies.nlu import attributes as attr
@@ -162,6 +171,8 @@ class MentionFinder:
                 continue  # "no phlegm when I cough", "between the coughs I'm fine": the cough is when, not denied
             if base in (CONDITION, "medical_history") and feared(before):
                 continue  # "I'm terrified it's cancer", "I wasn't panicking about meningitis": a fear, no history
+            if base in (CONDITION, "medical_history", "symptom") and guessed(before):
+                continue  # "my neighbour says it's probably an ulcer": a lay guess, nobody's history
             if base in (CONDITION, "medical_history") and status == "negative" and _POSSESSED.search(before):
                 status = "positive"  # "never been in hospital with my asthma": the denial is of the stay, not of it
             if value == PAST_EXPERIENCE and status != "negative" and _NEVER_BEFORE.search(before):
@@ -448,6 +459,7 @@ patient's people who is no blood relative (ConText's family cues name those): "I
 "my husband has been coughing all week". Someone who reports on the patient ("my wife says I snore") is not it."""
 _PERSON_NOUN = re.compile(r"\b(?:wife|husband|partner|boyfriend|girlfriend|fiancee?|flatmate|housemate|roommate|"
                           r"friends?|colleagues?|boss|neighbou?rs?|lodger|mum|mom|mother|dad|father|son|daughter|"
+                          r"mama|mamma|mam|mammy|mummy|mommy|papa|daddy|"
                           r"brother|sister|gran\w*|grand\w+|nan|aunt\w*|uncle|cousin|baby|kids?|child|children|"
                           r"girl|boy|man|woman|lady|guy)\b", re.I)
 
@@ -463,6 +475,28 @@ def feared(before: str) -> bool:
     return bool(_FEARED.search(re.split(r"[,;.]|\b(?:and|but)\b", before)[-1])) and not _POSSESSED.search(before)
 
 
+_GUESSERS = "|".join(sorted(RELATIVES | KIN | OTHER_PEOPLE | {
+    "google", "internet", "web", "everyone", "everybody", "people", "missus", "misses", "hubby", "other half"}))
+_GUESSED = re.compile(
+    rf"\b(?:{_GUESSERS})(?:'s|’s)?\s+(?:\w+\s+)?(?:says?|said|thinks?|thought|reckons?|reckoned|swears|insists?|"
+    r"is\s+convinced|(?:keeps?|kept)\s+(?:on\s+)?(?:saying|telling\s+me)|tells?\s+me|told\s+me)\s+(?:that\s+)?"
+    r"(?:it'?s|it’s|it\s+is|it\s+was|it\s+(?:might|could|must|may|would)\s+be|this\s+is|that'?s)\b[^.;!?]{0,30}$", re.I)
+"""A lay person's guess at what the patient's complaint is ("my neighbour says it's probably an ulcer", "my sister
+thinks it might be asthma", "my husband keeps telling me it's high blood pressure", "Google says it could be"):
+their opinion, no fact of the patient's history either way (a clinician's word, "the doctor said it was gout", is
+a diagnosis and stays)."""
+
+
+_GUESSED_IN = re.compile(_GUESSED.pattern.removesuffix("[^.;!?]{0,30}$"), re.I)
+
+
+def guessed(before: str, anywhere: bool = False) -> bool:
+    """Whether a condition said after ``before`` (its sentence's words before it) is a lay person's guess at what
+    the patient has (:data:`_GUESSED`); ``anywhere``: whether ``before`` (a clause found by meaning, whose place in
+    it is not known) holds such a guess at all."""
+    return (_GUESSED_IN if anywhere else _GUESSED).search(before) is not None
+
+
 def someone_elses(earlier: str, clause: str) -> bool:
     """Whether ``clause`` (said after ``earlier`` in the turn) has someone else for its subject, as a mention's own
     clause is read: for what the second stage finds by meaning, which has no place in a sentence."""
@@ -474,6 +508,8 @@ def _someone_else(earlier: str, before: str) -> bool:
     only when the turn named a person before it ("I live with my wife. She's got a cold"): said alone, it is as
     likely the patient a guardian speaks for."""
     m = _SOMEONE_ELSE.search(before)
+    if m is None and (a := _APPOSITION.search(before)) is not None:
+        return _someone_else(earlier, before[:a.start()])  # "she's taking a tablet every morning, levothyroxine"
     if m is None:
         return False
     subject = m.group("who").lower()
@@ -481,6 +517,11 @@ def _someone_else(earlier: str, before: str) -> bool:
         return True
     said = f"{earlier} {before[:m.start()]}"
     return bool(_PERSON_NOUN.search(said) or _NAMED_PERSON.search(said))
+
+
+_APPOSITION = re.compile(r"[,;:]\s*(?:(?:the|a|an|called|named|it's|its|it’s|which\s+is)\s+)*$", re.I)
+"""A name said after a comma with no verb of its own ("she takes the small white tablet, levothyroxine"): the name
+of what the clause before it spoke of, whose subject it keeps."""
 
 
 _PASSING_ILLNESS = re.compile(r"infection|cold|influenza|flu\b|pneumonia|tuberculosis|vir(?:us|al)|covid|bug|"
@@ -687,8 +728,9 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("hemoptysis", re.compile(r"\b(?:cough\w*|phlegm|sputum|mucus|spit\w*|chest)\b")),
     ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),
     ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
-                                   r"diarrh\w*|wipe|wiping|loose|runs)\b")),
-    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|was sick|been sick|being sick|"
+                                   r"diarrh\w*|wipe|wiping|loose|runs|bowl|pan|passed|passing)\b")),
+    # "brought up blood" is vomited in British use (a cough's blood is "coughed up", its words nearer)
+    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|brought up|bringing up|was sick|been sick|being sick|"
                                r"(?:the|my|his|her) sick)\b")),
     # bleeding in pregnancy is from the womb until said otherwise (NICE CKS Bleeding in pregnancy)
     ("vaginal bleeding", re.compile(r"\b(?:vagin\w*|down below|pads?|periods?|pregnan\w*|weeks (?:gone|along)|"

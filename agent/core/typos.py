@@ -1,0 +1,127 @@
+"""Typing slips in a patient's clinical words, corrected before the clinical NLU and the red-flag screen read them.
+
+A patient who types ("chest paon since 40 mins", "diarea since yesterday", "feeling nauseus") names a complaint the
+lexicon, the rule phrases and the ConText cues know only in its right spelling, and the sentence encoder sees an
+unknown word piece. Only a slip of a *clinical* word is corrected, and only when the typed word is no English word
+at all: the known words are pyspellchecker's English word list with the project's own words (:func:`known_words`),
+so "eczema" (a word) or "Drakensberg" (no clinical word near it) stay as typed. A slip is one edit away (a letter added, dropped, changed or two swapped), or
+two for a word of six letters or more, from exactly one nearest clinical word with the same first letter; a tie
+corrects nothing. The
+clinical words are the lay phrases of the NLU lexicon (``configs/nlu_lexicon.yaml``), read here, not through the
+lexicon module, so the foundation does not import the modules above it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import yaml
+
+from agent.core.paths import REPO_ROOT
+
+NLU_LEXICON = REPO_ROOT / "configs" / "nlu_lexicon.yaml"
+VOCABULARY_FILES = REPO_ROOT / "configs" / "vocabulary"
+
+_WORD = re.compile(r"(?<![\w'’])[A-Za-z]{4,}(?![\w'’])")
+"""A word that may be a slip: letters only (numbers, contractions and hyphenated words are left alone), four or
+more (shorter words are too close to too many others to tell a slip from another word)."""
+
+
+def _leaves(node: object) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _leaves(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _leaves(v)]
+    return []
+
+
+@lru_cache(maxsize=1)
+def clinical_words() -> frozenset[str]:
+    """The words of the NLU lexicon's lay phrases (``values``), four letters or more: what a slip is corrected to."""
+    raw = yaml.safe_load(NLU_LEXICON.read_text()) or {}
+    words = {w for phrase in _leaves(raw.get("values") or {}) for w in phrase.lower().split()}
+    return frozenset(w for w in words if len(w) >= 4 and w.isalpha())  # "haven't" is no word to correct to
+
+
+@lru_cache(maxsize=1)
+def known_words() -> frozenset[str]:
+    """Words a typed word may be, never corrected: pyspellchecker's English word list (about 160,000 words, by
+    frequency in subtitles, so everyday and medical words alike: "eczema", "bloated", "snore"), the clinical words,
+    and every word of the vocabulary files (medicine and brand names, "spiriva", "beconase")."""
+    from spellchecker import SpellChecker
+
+    english = set(SpellChecker(language="en").word_frequency.dictionary)
+    ours = {w for path in sorted(VOCABULARY_FILES.glob("*.yaml"))
+            for leaf in _leaves(yaml.safe_load(path.read_text()) or {})
+            for w in re.findall(r"[a-z]+", leaf.lower())}
+    return frozenset(english | ours) | clinical_words()
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """The optimal-string-alignment distance of ``a`` and ``b`` (insertions, deletions, substitutions, adjacent
+    swaps), or ``limit + 1`` once it must exceed ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+_SUFFIXES = ("ing", "ed", "es", "s", "y", "ly", "ish", "er", "ers", "ness")
+_BRITISH = (("our", "or"), ("ise", "ize"), ("yse", "yze"), ("ae", "e"), ("oe", "e"), ("tre", "ter"), ("ll", "l"))
+
+
+def is_a_word(word: str) -> bool:
+    """Whether ``word`` is English (:func:`known_words`), also in its British spelling ("colour") or as a known word
+    with an ending ("texting", "crampy", "tylenols", "whiteish"): the dictionary lists few derived forms."""
+    w = word.lower()
+    known = known_words()
+    if w in known or any(a in w and w.replace(a, b) in known for a, b in _BRITISH):
+        return True
+    for suffix in _SUFFIXES:
+        stem = w[: -len(suffix)]
+        if w.endswith(suffix) and len(stem) >= 3 and (stem in known or stem + "e" in known):
+            return True  # (never a doubled consonant dropped: "vomitting" is the slip it looks like)
+    return False
+
+
+@lru_cache(maxsize=20_000)
+def correction(word: str) -> str | None:
+    """The clinical word ``word`` is a slip of, or None (a word, or no single nearest clinical word). Two edits only
+    drop or change letters of the clinical word and keep its last letter ("diarea": diarrhea), never add two
+    ("fiance" is no "face")."""
+    w = word.lower()
+    if is_a_word(w):
+        return None
+    limit = 1 if len(w) < 6 else 2
+    best: list[str] = []
+    best_d = limit + 1
+    for c in clinical_words():
+        if c[0] != w[0]:
+            continue  # a slip seldom hits the first letter, and "eish" is no "wish"
+        d = _distance(w, c, limit)
+        if d == 2 and (len(w) > len(c) or w[-1] != c[-1]):
+            continue
+        if d < best_d:
+            best, best_d = [c], d
+        elif d == best_d and d <= limit:
+            best.append(c)
+    return best[0] if best_d <= limit and len(best) == 1 else None
+
+
+def corrected(text: str) -> str:
+    """``text`` with each slip of a clinical word corrected (:func:`correction`); every other word as typed."""
+    return _WORD.sub(lambda m: correction(m.group(0)) or m.group(0), text)

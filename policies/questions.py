@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent.core import cmas
-from agent.core.ontology import Vocabulary, find_item
+from agent.core.ontology import Vocabulary, find_item, is_a_kind_of
 from policies.presentations import same_place
 
 """Head values that name no concept but an open question: "any other conditions?", "your age?", "your symptoms"."""
@@ -132,6 +132,10 @@ def answered(state: dict, q: Question, vocab: Vocabulary) -> bool:
         return any(s in ("positive", "avail") and (q.check in (None, "value", "status") or _has(it, q.base, q.check))
                    for s, it in items)
     found = find_item(state, q.base, q.value, vocab)
+    if found is None and (kind := next((it for s, it in items if s == "positive"
+                                        and is_a_kind_of(str(it.get("value", "")), q.value)), None)) is not None:
+        # "any cancer?" is answered by the prostate cancer told already (a rule reads kinds alike: ontology._KINDS_OF)
+        return q.check in (None, "value", "status") or _has(kind, q.base, q.check)
     if found is None:
         by = next((b for (base, value), b in ANSWERED_BY.items()
                    if base == q.base and vocab.same(base, q.value, value)), None)

@@ -146,3 +146,14 @@ def test_a_flag_is_raised_again_when_it_becomes_more_severe(tmp_path):
         assert levels == [("urgent", 1), ("emergency", 3)] and "escalation" in d2.meta
         s.send(texts[2])
         assert len([f for f in s.state().red_flags if f["id"] == "hyperglycaemia"]) == 2  # not again at that level
+
+
+def test_a_possible_flag_made_firm_is_not_told_twice():
+    """A flag raised as "possible" told the patient its message; raised again at its level from firmer words, the
+    message is not said a second time (the clinician sees the new level). Another rule's message still is."""
+    from agent.app.graph_nodes import _escalation
+
+    before = [{"id": "stroke_signs", "level": "possible", "message": "Call now."}]
+    assert _escalation([{"id": "stroke_signs", "level": "emergency", "message": "Call now."}], before) is None
+    assert _escalation([{"id": "sepsis", "level": "emergency", "message": "Go now."}], before) == "Go now."
+    assert _escalation([{"id": "stroke_signs", "level": "emergency", "message": "Call now."}]) == "Call now."

@@ -1720,7 +1720,8 @@ _GUESSES_AND_WHOSE = [
     ("Google says it could be gallstones but I've no idea.", "medical_history", "cholelithiasis", None),
     ("The consultant said it was gallstones back in the spring.", "medical_history", "cholelithiasis", "positive"),
     # a name said after a comma keeps its clause's subject: the relative's medicine
-    (("I've had headaches for a week.", "My dad has the blood pressure, he takes a pill for it every night, amlodipine."),
+    (("I've had headaches for a week.",
+      "My dad has the blood pressure, he takes a pill for it every night, amlodipine."),
      "medication", "calcium channel breaker", None),
 ]
 
@@ -1749,3 +1750,37 @@ def test_a_present_complaint_told_after_a_history_over_and_done_keeps_its_flag(s
     quiet = {f["id"] for f in talk(store, "I'm 64. A clot in my leg back in 2019, treated, never came back; I'm "
                                           "here for a holiday jab.").state().red_flags}
     assert not quiet, quiet
+
+
+_ASKED_FOR_AND_LONG_AGO = [
+    # a medicine asked for or out of reach is not taken; "I need my inhaler more" is taking it
+    (("My chest is wheezy again.", "I'd really like some steroids to clear it, can I have them?"), "medication",
+     "corticosteroids", None),
+    (("My chest is wheezy again.", "I need my blue inhaler more than usual."), "medication", "albuterol", "positive"),
+    # a British name of a cough medicine
+    (("Tickly cough for a week.", "I've had some linctus from the pharmacy for it."), "medication", "cough syrup",
+     "positive"),
+    # someone's illness long ago is no sick contact now
+    (("I've been throwing up since last night.", "My son had norovirus two years ago, that's all I can think of."),
+     "exposure", "sick person", None),
+    # "nothing" that is the loss of pleasure itself
+    (("I've been feeling low.", "Nothing seems fun any more, I just sit in the flat."), "symptom", "anhedonia",
+     "positive"),
+]
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), _ASKED_FOR_AND_LONG_AGO)
+def test_requests_past_contacts_and_lost_pleasure_read_as_meant(store, said, slot, value, status):
+    state = talk(store, *said).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "flagged"), [
+    ("When it all gets too much I cut my palm with a blade, I did it again last night.", {"self_harm"}),
+    ("I sliced my thumb opening a tin of beans, it's healing fine.", set()),
+    ("I need something strong to kill this bug before my exams.", set()),
+    ("My face drooped on one side back in 2021, Bell's palsy they said, completely better now.", set()),
+])
+def test_meant_self_injury_to_the_hand_is_raised_and_a_bug_killed_or_a_palsy_over_is_not(store, said, flagged):
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert flags == flagged or (flagged and flagged <= flags), flags

@@ -344,3 +344,17 @@ def test_a_pain_that_spreads_to_a_place_answers_the_question_about_pain_there():
     assert answered(state, Question("symptom", "pain", "location", ("arm",)), vocab)
     assert not answered(state, Question("symptom", "pain", "location", ("back",)), vocab)
     assert find_item(state, "symptom", "back pain", vocab) is None
+
+
+def test_a_kind_of_the_asked_condition_already_told_answers_it():
+    """"Have you ever had cancer?" is answered by a prostate cancer already told (the red-flag rules read kinds the
+    same way, ``ontology.is_a_kind_of``); with nothing told it is still to ask."""
+    from agent.core.ontology import default_vocabulary
+    from policies.questions import Question, answered
+
+    vocab = default_vocabulary()
+    told = {"positive_medical_history": [{"value": "prostate cancer"}]}
+    assert answered(told, Question("medical_history", "malignant neoplasms"), vocab)
+    assert not answered({}, Question("medical_history", "malignant neoplasms"), vocab)
+    mum = {"positive_family_history": [{"value": "breast cancer", "relation": "mum"}]}
+    assert answered(mum, Question("family_history", "malignant neoplasms", "relation"), vocab)

@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass
@@ -250,7 +250,8 @@ class Nodes:
         raised = self._new_flags(s, s.patient_state, len(s.turns) - 1, said)
         update: dict = {}
         if raised:
-            update = {"red_flags": [*s.red_flags, *raised], "pending": self._pending(s, escalation=_escalation(raised))}
+            update = {"red_flags": [*s.red_flags, *raised],
+                      "pending": self._pending(s, escalation=_escalation(raised, s.red_flags))}
         if self.agent.red_flag_rules is not None and said:
             update |= self._record_disclosures(s, safety.disclosed(raised, self.agent.red_flag_rules),
                                                safety.told_acts(said, self.agent.red_flag_rules))
@@ -383,7 +384,7 @@ class Nodes:
             raised = self._new_flags(s, patched, turn - 1)
             if raised:
                 update["red_flags"] = [*s.red_flags, *raised]
-                escalation = " ".join(x for x in (p.escalation, _escalation(raised)) if x)
+                escalation = " ".join(x for x in (p.escalation, _escalation(raised, s.red_flags)) if x)
         if decision.replace_actions is not None:
             edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
             actions = decision.replace_actions
@@ -448,8 +449,14 @@ class Nodes:
                 "summary": summary}
 
 
-def _escalation(flags: list[dict]) -> str | None:
-    return " ".join(f["message"] for f in flags if f.get("message")) or None
+def _escalation(flags: list[dict], said: Iterable[dict] = ()) -> str | None:
+    """What the patient is told of newly raised ``flags``. A flag raised before as "possible" (``said``: the session's
+    flags so far) that firmer words now raise at its level told its message then (the patient gets a possible flag's
+    message all the same): it is not said twice; the clinician sees the new level with its evidence. A rise in
+    severity (an urgent hyperglycaemia that vomiting makes an emergency) is told again."""
+    told = {(f.get("id"), f.get("message")) for f in said if f.get("level") == "possible"}
+    return " ".join(dict.fromkeys(f["message"] for f in flags
+                                  if f.get("message") and (f.get("id"), f["message"]) not in told)) or None
 
 
 def _full_text(p: Pending) -> str:

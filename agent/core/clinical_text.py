@@ -327,6 +327,14 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("hasn't gone away", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["not", "n't", "’t", "never"]}}, degree,
         {"LOWER": {"IN": ["gone", "go", "went", "let", "eased"]}}, {"LOWER": {"IN": ["away", "off", "up"]}}]))
+    # "Nothing's much fun any more", "nothing interests me": the "nothing" is the loss of pleasure itself (anhedonia,
+    # PHQ-9 item 1: "little interest or pleasure in doing things"), not a denial of what follows
+    rules.append(ConTextRule("nothing's fun", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["nothing", "nothin", "nothin'"]}},
+        {"LOWER": {"IN": ["'s", "’s", "is", "seems", "feels"]}, "OP": "?"},
+        {"LOWER": {"IN": ["much", "really", "very", "any"]}, "OP": "?"},
+        {"LOWER": {"IN": ["fun", "enjoyable", "interesting", "interests", "excites", "appeals", "matters", "worth",
+                          "pleasurable", "exciting"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))

@@ -739,8 +739,9 @@ def over_and_done(text: str) -> bool:
     low = text.lower()
     if not _NOT_SINCE.search(low) or happened_again_lately(low):
         return False
-    last = list(_NOT_SINCE.finditer(low))[-1]
-    if _NOW.search(low[last.end():]):
+    rest = low[list(_NOT_SINCE.finditer(low))[-1].end():]
+    then = re.search(r"[.;!?]|\bbut\b", rest)  # the next clause ("fully recovered now" is still the history's)
+    if then is not None and _NOW.search(rest[then.end():]):
         return False  # "breast cancer five years ago, all clear since. Now my back has hurt for six weeks": a present
         # complaint told after the history (which a rule may read as its risk, a past cancer)
     days = onset_days({"onset": low})

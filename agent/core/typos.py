@@ -4,11 +4,12 @@ A patient who types ("chest paon since 40 mins", "diarea since yesterday", "feel
 lexicon, the rule phrases and the ConText cues know only in its right spelling, and the sentence encoder sees an
 unknown word piece. Only a slip of a *clinical* word is corrected, and only when the typed word is no English word
 at all: the known words are pyspellchecker's English word list with the project's own words (:func:`known_words`),
-so "eczema" (a word) or "Drakensberg" (no clinical word near it) stay as typed. A slip is one edit away (a letter added, dropped, changed or two swapped), or
-two for a word of six letters or more, from exactly one nearest clinical word with the same first letter; a tie
-corrects nothing. The
-clinical words are the lay phrases of the NLU lexicon (``configs/nlu_lexicon.yaml``), read here, not through the
-lexicon module, so the foundation does not import the modules above it.
+so "eczema" (a word) or "Drakensberg" (no clinical word near it) stay as typed. A slip is one edit away (a letter
+added, dropped, changed or two swapped), or two for a word of six letters or more, from exactly one nearest clinical
+word with the same first letter; a tie corrects nothing. The clinical words are the lay phrases of the NLU lexicon
+(``configs/nlu_lexicon.yaml``), read here, not through the lexicon module, so the foundation does not import the
+modules above it. Checked label-free on the patient turns of the 258 non-holdout OSCE transcripts (spoken, so nearly
+free of slips): 11 corrections in 12,561 turns, most of them right ("ventilin", "peaople").
 """
 
 from __future__ import annotations

@@ -163,6 +163,8 @@ class MentionFinder:
             elif relation and base == "symptom":
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
+            if base == "exposure" and value == "sick person" and _LONG_AGO.search(f.sentence):
+                continue  # "my husband had the same thing last year": no contact now (NICE CKS: incubation is days)
             status = f.status
             if base == "symptom" and f.historical and status == "positive" and value in _PAST_IS_HISTORY:
                 base = "medical_history"  # "I used to self-harm at school": the patient's history, not now
@@ -519,6 +521,11 @@ def _someone_else(earlier: str, before: str) -> bool:
     return bool(_PERSON_NOUN.search(said) or _NAMED_PERSON.search(said))
 
 
+_LONG_AGO = re.compile(r"\b(?:last|the other)\s+year\b|\byears?\s+ago\b|\b(?:a|one|two|three|four|five|six|"
+                       r"several|few|couple\s+of|\d+)\s+(?:years|months)\s+(?:ago|back)\b|\bas\s+a\s+(?:kid|child)\b|"
+                       r"\bwhen\s+(?:he|she|they)\s+was\s+(?:little|young|a\s+(?:kid|child|baby))\b", re.I)
+"""A time long past in a sentence telling someone else's illness: a contact then is no sick contact now."""
+
 _APPOSITION = re.compile(r"[,;:]\s*(?:(?:the|a|an|called|named|it's|its|it’s|which\s+is)\s+)*$", re.I)
 """A name said after a comma with no verb of its own ("she takes the small white tablet, levothyroxine"): the name
 of what the clause before it spoke of, whose subject it keeps."""
@@ -537,9 +544,16 @@ _ONLY_CONSIDERED = re.compile(
     r"ask(?:ing|ed)?\s+(?:about|for)|consider(?:ing)?|interested\s+in|heard\s+(?:about|of)|read\s+about|"
     r"(?:could|can|should|would|might)\s+(?:i|we|he|she)\s+(?:try|have|get|start|go\s+on|take|be\s+put\s+on)|"
     r"want(?:ed)?\s+to\s+(?:try|start|go\s+on|get|ask\s+about)|would\s+like\s+(?:to\s+(?:try|start|go\s+on)\s+)?|"
-    r"what\s+about|how\s+about|is\s+there\s+any)\b(?:\W+\w+){0,3}?\W*$", re.I)
-"""Words before a medicine that make it one asked about or considered, not taken ("so I'm wondering about HRT",
-"could I try the pill?"): MediTOD's guide records medications the patient takes or took."""
+    r"what\s+about|how\s+about|is\s+there\s+any|"
+    # a medicine asked for, or out of reach: "I want antibiotics", "I can't afford the clinic for HRT"
+    r"(?:i|we)(?:'d|’d|\s+would)?\s+(?:really\s+|just\s+|only\s+)?(?:want|wanted|need|needed|like|was\s+hoping\s+for|"
+    r"came\s+for)"
+    r"(?!\s+(?:my|more|to\s+use|to\s+take)\b)|"  # "I need my inhaler more" is taking it
+    r"(?:give|prescribe|get)\s+me|can\s+(?:i|we)\s+(?:have|get)|"
+    r"(?:can't|can’t|cannot|couldn't|couldn’t|could\s+not)\s+afford|too\s+expensive)\b(?:\W+\w+){0,4}?\W*$", re.I)
+"""Words before a medicine that make it one asked about, asked for or considered, not taken ("so I'm wondering about
+HRT", "could I try the pill?", "I want antibiotics", "I can't afford the clinic for HRT"): MediTOD's guide records
+medications the patient takes or took."""
 
 _DRUG = "drug:"
 # A medicine the patient no longer takes. MediTOD's guide gives a medication three statuses (currently taking / took
@@ -730,7 +744,8 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
                                    r"diarrh\w*|wipe|wiping|loose|runs|bowl|pan|passed|passing)\b")),
     # "brought up blood" is vomited in British use (a cough's blood is "coughed up", its words nearer)
-    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|brought up|bringing up|was sick|been sick|being sick|"
+    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|brought up|bringing up|was sick|"
+                               r"been sick|being sick|"
                                r"(?:the|my|his|her) sick)\b")),
     # bleeding in pregnancy is from the womb until said otherwise (NICE CKS Bleeding in pregnancy)
     ("vaginal bleeding", re.compile(r"\b(?:vagin\w*|down below|pads?|periods?|pregnan\w*|weeks (?:gone|along)|"

@@ -1734,9 +1734,9 @@ def test_a_lay_guess_is_no_history_and_a_named_medicine_keeps_its_owner(store, s
 
 @pytest.mark.parametrize(("said", "site"), [
     ("Passing blood again today, the bowl was red after I went.", "rectal bleeding"),
-    ("Last night I brought up blood, about half a mug, after supper.", "hematemesis"),
+    ("Last night I threw up blood, about half a mug, after supper.", "hematemesis"),
 ])
-def test_blood_passed_or_brought_up_is_from_below_or_vomited(store, said, site):
+def test_blood_passed_is_from_below_and_thrown_up_is_vomited(store, said, site):
     state = talk(store, said).state().patient_state
     assert status_of(state, "symptom", site) == "positive", state
 

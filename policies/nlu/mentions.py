@@ -743,9 +743,7 @@ _SITES = (  # where blood comes from, by the words said around it -> the symptom
     ("hematuria", re.compile(r"\b(?:wee(?:s|d|ing)?|pee(?:s|d|ing)?|urin\w*|water|bladder)\b")),
     ("rectal bleeding", re.compile(r"\b(?:poo\w*|stools?|motions?|bowels?|bottom|back passage|toilet paper|rect\w*|"
                                    r"diarrh\w*|wipe|wiping|loose|runs|bowl|pan|passed|passing)\b")),
-    # "brought up blood" is vomited in British use (a cough's blood is "coughed up", its words nearer)
-    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|brought up|bringing up|was sick|"
-                               r"been sick|being sick|"
+    ("hematemesis", re.compile(r"\b(?:vomit\w*|threw up|throw\w* up|thrown up|was sick|been sick|being sick|"
                                r"(?:the|my|his|her) sick)\b")),
     # bleeding in pregnancy is from the womb until said otherwise (NICE CKS Bleeding in pregnancy)
     ("vaginal bleeding", re.compile(r"\b(?:vagin\w*|down below|pads?|periods?|pregnan\w*|weeks (?:gone|along)|"

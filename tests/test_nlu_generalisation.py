@@ -1763,6 +1763,11 @@ _ASKED_FOR_AND_LONG_AGO = [
     # someone's illness long ago is no sick contact now
     (("I've been throwing up since last night.", "My son had norovirus two years ago, that's all I can think of."),
      "exposure", "sick person", None),
+    # ... but a contact with tuberculosis long ago still matters (it shows itself months to years later)
+    (("I've been coughing for three months.", "My aunt had TB two years ago and I nursed her at home."), "exposure",
+     "sick person", "positive"),
+    # "poop" the noun is no "pooped" (worn out): nothing denied of tiredness
+    (("Loose stools since Friday.", "Not a trace of blood in the poop."), "symptom", "fatigue", None),
     # "nothing" that is the loss of pleasure itself
     (("I've been feeling low.", "Nothing seems fun any more, I just sit in the flat."), "symptom", "anhedonia",
      "positive"),

@@ -554,16 +554,18 @@ class PhraseFinder:
         return out, [s.text for s in sents]
 
     def _noun_of_adjective(self, doc: Doc, match: tuple[int, int, int]) -> bool:
-        """Whether an inflected match is the bare noun a one-word "-y" adjective of the lists comes from: "stuffy"
-        (a blocked nose) is not "stuff", "puffy" not a "puff" of an inhaler, "brandy" not a "brand"; the stems meet
-        because :func:`word_stem` drops the "-y", but the noun names something else. Its own forms ("stuffier") and
-        a noun the lists give of their own ("sweat", "lump") still match."""
+        """Whether an inflected match is the bare noun a one-word "-y" or "-ed" adjective of the lists comes from:
+        "stuffy" (a blocked nose) is not "stuff", "puffy" not a "puff" of an inhaler, "brandy" not a "brand", "pooped"
+        not a "poop"; the stems meet because :func:`word_stem` drops the ending, but the noun names something else.
+        Its own forms ("stuffier", "bloating") and a noun the lists give of their own ("sweat", "lump") still match."""
         label, start, end = match
         name = doc.vocab.strings[label]
         if end - start != 1 or not name.startswith("P"):
             return False
         phrase = self._phrases[int(name[1:])][0].casefold()
         token = doc[start].lower_
+        if " " not in phrase and phrase.endswith("ed") and token in (phrase[:-2], phrase[:-1]):
+            return True  # "pooped" (worn out) is no "poop", "bushed" no "bush": the participle's bare stem is a noun
         return (" " not in phrase and phrase.endswith("y") and token != phrase
                 and not token.startswith(phrase[:-1] + "i"))
 

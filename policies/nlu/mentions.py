@@ -163,7 +163,8 @@ class MentionFinder:
             elif relation and base == "symptom":
                 # a relative with the symptom: someone sick around the patient
                 base, value = "exposure", "sick person"
-            if base == "exposure" and value == "sick person" and _LONG_AGO.search(f.sentence):
+            if (base == "exposure" and value == "sick person" and _LONG_AGO.search(f.sentence)
+                    and not _LONG_INCUBATION.search(f.sentence)):
                 continue  # "my husband had the same thing last year": no contact now (NICE CKS: incubation is days)
             status = f.status
             if base == "symptom" and f.historical and status == "positive" and value in _PAST_IS_HISTORY:
@@ -525,6 +526,8 @@ _LONG_AGO = re.compile(r"\b(?:last|the other)\s+year\b|\byears?\s+ago\b|\b(?:a|o
                        r"several|few|couple\s+of|\d+)\s+(?:years|months)\s+(?:ago|back)\b|\bas\s+a\s+(?:kid|child)\b|"
                        r"\bwhen\s+(?:he|she|they)\s+was\s+(?:little|young|a\s+(?:kid|child|baby))\b", re.I)
 """A time long past in a sentence telling someone else's illness: a contact then is no sick contact now."""
+_LONG_INCUBATION = re.compile(r"tuberculosis|\bTB\b|hepatitis|\bHIV\b", re.I)
+"""Illnesses a contact long ago still matters for (tuberculosis shows itself months to years after; NICE NG33)."""
 
 _APPOSITION = re.compile(r"[,;:]\s*(?:(?:the|a|an|called|named|it's|its|it’s|which\s+is)\s+)*$", re.I)
 """A name said after a comma with no verb of its own ("she takes the small white tablet, levothyroxine"): the name

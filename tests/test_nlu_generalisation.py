@@ -1683,24 +1683,6 @@ _MIXED_AND_MISTYPED = [
 ]
 
 
-@pytest.mark.parametrize(("said", "slot", "value", "status"), _MIXED_AND_MISTYPED)
-def test_other_languages_words_and_typing_slips_read_as_meant(store, said, slot, value, status):
-    """A patient's Spanish words and typing slips of clinical words read as the English words they are."""
-    state = talk(store, said).state().patient_state
-    assert status_of(state, slot, value) == status, state
-
-
-@pytest.mark.parametrize(("said", "rule"), [
-    ("Me duele mucho el pecho, goes into my left arm, y estoy sudando since half an hour.", "acute_coronary_syndrome"),
-    ("Mi papá se desmayó? No, it's me, me desmayé in the shower and my chest was hurting before.",
-     "chest_pain_with_syncope_or_palpitations"),
-    ("worst hedache of my life came on sudenly while lifting, like being hit with a hammer", "thunderclap_headache"),
-])
-def test_red_flags_in_mixed_and_mistyped_words_are_raised(store, said, rule):
-    flags = {f["id"] for f in talk(store, said).state().red_flags}
-    assert rule in flags, flags
-
-
 def test_a_typing_slip_is_corrected_only_to_one_clinical_word_and_never_a_word():
     """What is English stays as typed (also a derived form or a British spelling); a slip is corrected only to a
     single nearest clinical word sharing its first letter."""
@@ -1724,21 +1706,6 @@ _GUESSES_AND_WHOSE = [
       "My dad has the blood pressure, he takes a pill for it every night, amlodipine."),
      "medication", "calcium channel breaker", None),
 ]
-
-
-@pytest.mark.parametrize(("said", "slot", "value", "status"), _GUESSES_AND_WHOSE)
-def test_a_lay_guess_is_no_history_and_a_named_medicine_keeps_its_owner(store, said, slot, value, status):
-    state = talk(store, *([said] if isinstance(said, str) else said)).state().patient_state
-    assert status_of(state, slot, value) == status, state
-
-
-@pytest.mark.parametrize(("said", "site"), [
-    ("Passing blood again today, the bowl was red after I went.", "rectal bleeding"),
-    ("Last night I threw up blood, about half a mug, after supper.", "hematemesis"),
-])
-def test_blood_passed_is_from_below_and_thrown_up_is_vomited(store, said, site):
-    state = talk(store, said).state().patient_state
-    assert status_of(state, "symptom", site) == "positive", state
 
 
 def test_a_present_complaint_told_after_a_history_over_and_done_keeps_its_flag(store):
@@ -1768,24 +1735,39 @@ _ASKED_FOR_AND_LONG_AGO = [
      "sick person", "positive"),
     # "poop" the noun is no "pooped" (worn out): nothing denied of tiredness
     (("Loose stools since Friday.", "Not a trace of blood in the poop."), "symptom", "fatigue", None),
+    # blood passed, or seen in the toilet bowl, is from below
+    ("Passing blood again today, the bowl was red after I went.", "symptom", "rectal bleeding", "positive"),
+    ("Last night I threw up blood, about half a mug, after supper.", "symptom", "hematemesis", "positive"),
     # "nothing" that is the loss of pleasure itself
     (("I've been feeling low.", "Nothing seems fun any more, I just sit in the flat."), "symptom", "anhedonia",
      "positive"),
 ]
 
 
-@pytest.mark.parametrize(("said", "slot", "value", "status"), _ASKED_FOR_AND_LONG_AGO)
-def test_requests_past_contacts_and_lost_pleasure_read_as_meant(store, said, slot, value, status):
-    state = talk(store, *said).state().patient_state
+@pytest.mark.parametrize(("said", "slot", "value", "status"),
+                         [*_MIXED_AND_MISTYPED, *_GUESSES_AND_WHOSE, *_ASKED_FOR_AND_LONG_AGO])
+def test_the_twenty_second_sessions_readings(store, said, slot, value, status):
+    """The twenty-second session's mechanisms, each case in words of its own: a patient's Spanish words and typing
+    slips read as the English words they are, a lay guess is nobody's history, a medicine keeps its clause's owner,
+    a medicine asked for is not taken, a contact long ago is none, the loss of pleasure is no denial."""
+    state = talk(store, *([said] if isinstance(said, str) else said)).state().patient_state
     assert status_of(state, slot, value) == status, state
 
 
 @pytest.mark.parametrize(("said", "flagged"), [
+    # red flags in Spanish words and typing slips
+    ("Me duele mucho el pecho, goes into my left arm, y estoy sudando since half an hour.",
+     {"acute_coronary_syndrome"}),
+    ("Mi papá se desmayó? No, it's me, me desmayé in the shower and my chest was hurting before.",
+     {"chest_pain_with_syncope_or_palpitations"}),
+    ("worst hedache of my life came on sudenly while lifting, like being hit with a hammer", {"thunderclap_headache"}),
+    # a self-injury to the hand told as meant; a cut while cooking, a bug killed, a palsy over and done raise nothing
     ("When it all gets too much I cut my palm with a blade, I did it again last night.", {"self_harm"}),
     ("I sliced my thumb opening a tin of beans, it's healing fine.", set()),
     ("I need something strong to kill this bug before my exams.", set()),
     ("My face drooped on one side back in 2021, Bell's palsy they said, completely better now.", set()),
 ])
-def test_meant_self_injury_to_the_hand_is_raised_and_a_bug_killed_or_a_palsy_over_is_not(store, said, flagged):
+def test_the_twenty_second_sessions_flags(store, said, flagged):
+    """Each listed flag is raised (others may come with it); a quiet statement raises none."""
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert flags == flagged or (flagged and flagged <= flags), flags

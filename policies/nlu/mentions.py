@@ -549,9 +549,9 @@ _ONLY_CONSIDERED = re.compile(
     r"want(?:ed)?\s+to\s+(?:try|start|go\s+on|get|ask\s+about)|would\s+like\s+(?:to\s+(?:try|start|go\s+on)\s+)?|"
     r"what\s+about|how\s+about|is\s+there\s+any|"
     # a medicine asked for, or out of reach: "I want antibiotics", "I can't afford the clinic for HRT"
-    r"(?:i|we)(?:'d|’d|\s+would)?\s+(?:really\s+|just\s+|only\s+)?(?:want|wanted|need|needed|like|was\s+hoping\s+for|"
-    r"came\s+for)"
-    r"(?!\s+(?:my|more|to\s+use|to\s+take)\b)|"  # "I need my inhaler more" is taking it
+    # ("need" is left out: "I need senna most nights" is taking it)
+    r"(?:i|we)(?:'d|’d|\s+would)?\s+(?:really\s+|just\s+|only\s+)?(?:want|wanted|like|was\s+hoping\s+for|"
+    r"came\s+for)(?!\s+(?:my|more|to\s+use|to\s+take)\b)|"
     r"(?:give|prescribe|get)\s+me|can\s+(?:i|we)\s+(?:have|get)|"
     r"(?:can't|can’t|cannot|couldn't|couldn’t|could\s+not)\s+afford|too\s+expensive)\b(?:\W+\w+){0,4}?\W*$", re.I)
 """Words before a medicine that make it one asked about, asked for or considered, not taken ("so I'm wondering about

@@ -1738,6 +1738,16 @@ _ASKED_FOR_AND_LONG_AGO = [
     # blood passed, or seen in the toilet bowl, is from below
     ("Passing blood again today, the bowl was red after I went.", "symptom", "rectal bleeding", "positive"),
     ("Last night I threw up blood, about half a mug, after supper.", "symptom", "hematemesis", "positive"),
+    # from the walkthrough walk23 (giant cell arteritis told with Spanish words), in other words: a thing said to work
+    # after a denial is taken; drinking only now and then is no alcoholism (MediTOD's guide); NICE CKS's signs of GCA
+    (("My head's been pounding for a week.", "Nothing helps much, ibuprofen takes the edge off."), "medication",
+     "nsaids", "positive"),
+    (("I'm here about my knee.", "I only drink on special occasions, a glass of fizz at weddings."), "habit",
+     "alcohol abuse", "negative"),
+    (("New headaches at the sides of my head.", "It hurts to brush my hair, and my jaw hurts when I eat."), "symptom",
+     "scalp tenderness", "positive"),
+    # a sight that "went" fuzzy changed, it did not go (its loss had raised the sudden-loss emergency)
+    ("My vision went fuzzy for a moment when I stood up too fast.", "symptom", "vision loss", None),
     # "nothing" that is the loss of pleasure itself
     (("I've been feeling low.", "Nothing seems fun any more, I just sit in the flat."), "symptom", "anhedonia",
      "positive"),

@@ -204,6 +204,12 @@ def conversation_rules() -> list[Any]:
     # comma or "and" ends it.
     rules.append(ConTextRule("new clause", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": [",", ";", "and", "so"]}}, {"LOWER": "and", "OP": "?"}, {"LOWER": {"IN": CLAUSE_SUBJECTS}}]))
+    # ... as does a thing said to work after the break: "nothing makes it better, paracetamol helps a little" (a list of
+    # denied things has no verb after its second item: "no fever, chills or sweats")
+    rules.append(ConTextRule(", paracetamol helps", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";"]}}, {"LOWER": {"NOT_IN": ["or", "and", "nor", "no", "not", "never"]}},
+        {"LOWER": {"IN": ["helps", "helped", "works", "worked", "eases", "eased", "settles", "settled", "does", "did",
+                          "takes", "took", "makes", "made", "calms", "calmed", "relieves", "relieved"]}}]))
     # ... as does a verb in the past with its object, its subject left out: "no helmet, cracked his head on the kerb",
     # "no fever, coughed up a bit of blood this morning" (a list of denied things has no such verb)
     rules.append(ConTextRule(", cracked his", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[

@@ -187,6 +187,8 @@ class MentionFinder:
                 continue  # "I'm wondering about HRT", "could I try the pill?": a medicine asked about, not taken
             if base == "medication" and status == "positive" and _stopped(f.sentence, f.char_start, f.char_end):
                 status = "negative"
+            if base == "habit" and value == "alcohol abuse" and status == "positive" and _OCCASIONAL.search(f.sentence):
+                status = "negative"  # "a glass of wine at Christmas only": no alcoholism (MediTOD's guide, CAGE)
             if base == "habit" and value == "smoking" and status == "positive" and (
                     _quit(f.sentence[f.char_end:]) or _quit_before(f.sentence[:f.char_start])):
                 value = "former smoker"  # "I smoked forty a day for years, I packed it in three years ago"
@@ -521,6 +523,14 @@ def _someone_else(earlier: str, before: str) -> bool:
     said = f"{earlier} {before[:m.start()]}"
     return bool(_PERSON_NOUN.search(said) or _NAMED_PERSON.search(said))
 
+
+_OCCASIONAL = re.compile(r"\b(?:at|for|over)\s+christmas\b|\bon\s+(?:special\s+)?occasions?\b|\bspecial\s+occasions?\b|"
+                         r"\b(?:very\s+)?(?:rarely|occasionally|seldom)\b|\bhardly\s+(?:ever|at\s+all)\b|"
+                         r"\bonce\s+in\s+a\s+(?:blue\s+moon|while)\b|\bthe\s+odd\s+(?:glass|drink|pint|beer|one)\b|"
+                         r"\b(?:at|for)\s+(?:weddings?|birthdays?|new\s+year)\b|\bonce\s+or\s+twice\s+a\s+year\b", re.I)
+"""Drinking said to be only now and then ("a glass of wine at Christmas", "the odd pint", "hardly ever"): MediTOD's
+guide annotates such drinking as no alcoholism ("may be a glass of wine on the weekends ... status: No", judged by
+CAGE); a daily or weekly habit stays the annotators' judgement, recorded as had."""
 
 _LONG_AGO = re.compile(r"\b(?:last|the other)\s+year\b|\byears?\s+ago\b|\b(?:a|one|two|three|four|five|six|"
                        r"several|few|couple\s+of|\d+)\s+(?:years|months)\s+(?:ago|back)\b|\bas\s+a\s+(?:kid|child)\b|"

@@ -110,6 +110,10 @@ _KETONES_FOUND = re.compile(
     r"\b(?:got|have|has|had|there (?:are|were|was|is)|there's|showing|showed|shows|found|picked up)\s+(?:\w+\s+)?"
     r"(?P<c>ketones?)\s+(?:on|in)\s+(?:the|my|his|her)\s+(?:strip|stick|urine|wee|test|meter|blood)", re.I)
 """Ketones found on a test strip or meter (NICE NG17/NG18: ketones with a high glucose is ketoacidosis's sign)."""
+_DIMMED = (r"(?:blurry|blurred|blurty|fuzzy|funny|misty|hazy|cloudy|double|weird|strange|wobbly|patchy|dim|foggy|"
+           r"spotty|wavy|odd|muffled|tinny|echoey)\b")
+"""What a sense "went" when it changed without going ("my vision went blurry", "my hearing went muffled"): an
+impairment, not a loss."""
 _FACULTY_GONE = (
     (re.compile(r"\bhearing\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?ears?)?\s+(?:has\s+|have\s+|had\s+|"
                 r"'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+|all\s+but\s+)?(?P<c>vanished|disappeared|"
@@ -117,7 +121,8 @@ _FACULTY_GONE = (
      "symptom:hearing impairment"),
     (re.compile(r"\b(?:sight|vision|eyesight)\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?eyes?)?\s+(?:has\s+|"
                 r"have\s+|had\s+|'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+)?(?P<c>vanished|"
-                r"disappeared|gone|went|packed in|died|shut off|switched off|cut out|gone black|went black)\b", re.I),
+                r"disappeared|gone|went(?!\s+(?:all\s+|a\s+bit\s+|really\s+|very\s+)?" + _DIMMED + r")|packed in|died|"
+                r"shut off|switched off|cut out|gone black|went black)\b", re.I),
      "symptom:vision loss"),
 )
 """A faculty said to have vanished ("the hearing in my left ear has just vanished", "the sight in that eye went"):

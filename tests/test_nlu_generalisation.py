@@ -1748,6 +1748,8 @@ _ASKED_FOR_AND_LONG_AGO = [
      "scalp tenderness", "positive"),
     # a sight that "went" fuzzy changed, it did not go (its loss had raised the sudden-loss emergency)
     ("My vision went fuzzy for a moment when I stood up too fast.", "symptom", "vision loss", None),
+    # a blood said of the eye is the eye's own redness, no coughed-up blood, whatever was coughed
+    ("A red blotch of blood came up in the white of my eye after a coughing fit.", "symptom", "hemoptysis", None),
     # "nothing" that is the loss of pleasure itself
     (("I've been feeling low.", "Nothing seems fun any more, I just sit in the flat."), "symptom", "anhedonia",
      "positive"),

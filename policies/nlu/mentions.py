@@ -813,6 +813,9 @@ def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
         said = m.sentence[m.char_start:m.char_end] if placed else m.sentence
         if m.value != "hemoptysis" and _NAMED_BLEEDING.search(said):
             continue  # "I haven't had unusual bleeding": the concept asked about, by its name
+        if _IN_THE_EYE.search(_clause_around(m.sentence, m.char_start, m.char_end) if placed else m.sentence):
+            m.base = ""  # "a blood spot on the white part": the eye's own redness (a subconjunctival bleed), no bleed
+            continue  # from the chest or the gut to ask about, whatever was coughed
         at = (m.char_start + m.char_end) // 2 if placed else None
         # the conversation's complaint decides a bare "blood" said of it; a bare bleeding only when it is said to be
         # there ("No, no bleeding" to "any unusual bleeding?" denies no rectal bleeding the patient came with)
@@ -822,6 +825,19 @@ def resolve_blood(mentions: list[Mention], text: str, state: dict) -> None:
             m.base = ""  # "scratching it raw, spots of blood on the sheets": the skin's, no bleed to ask about
         m.value = site or m.value
     mentions[:] = [m for m in mentions if m.base]
+
+
+_IN_THE_EYE = re.compile(
+    r"\b(?:eyes?|eyeballs?|whites?\s+of\s+(?:my|the|his|her)\s+eyes?|white\s+(?:part|bit)|the\s+whites?)\b", re.I)
+"""A bare blood said of the eye ("a blood spot on the white part", "blood in the white of my eye"); for a bleeding
+found by meaning, its clause is what the encoder read."""
+
+
+def _clause_around(sentence: str, start: int, end: int) -> str:
+    """The stretch of ``sentence`` between the breaks (comma, semicolon, dash) around characters ``start``-``end``."""
+    left = max(sentence.rfind(c, 0, start) for c in ",;-")
+    rights = [i for i in (sentence.find(c, end) for c in ",;-") if i >= 0]
+    return sentence[left + 1:min(rights) if rights else len(sentence)]
 
 
 _FROM_THE_SKIN = re.compile(r"\b(?:scratch\w*|scratched|graze\w*|shaving|shaved|picking|picked|scabs?|cut myself|"

@@ -737,9 +737,10 @@ def over_and_done(text: str) -> bool:
     drained it, nothing since"): the patient's history, which the NLU records, not a red flag now. The risks to
     life a patient may only hint at (``hedge_keeps_level``) keep their own reading of the past."""
     low = text.lower()
-    if not _NOT_SINCE.search(low) or happened_again_lately(low):
+    ended = list(_NOT_SINCE.finditer(low))
+    if not ended or happened_again_lately(low):
         return False
-    rest = low[list(_NOT_SINCE.finditer(low))[-1].end():]
+    rest = low[ended[-1].end():]
     then = re.search(r"[.;!?]|\bbut\b", rest)  # the next clause ("fully recovered now" is still the history's)
     if then is not None and _NOW.search(rest[then.end():]):
         return False  # "breast cancer five years ago, all clear since. Now my back has hurt for six weeks": a present

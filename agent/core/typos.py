@@ -19,6 +19,7 @@ import re
 from functools import lru_cache
 
 import yaml
+from spellchecker import SpellChecker
 
 from agent.core.paths import REPO_ROOT
 
@@ -53,8 +54,6 @@ def known_words() -> frozenset[str]:
     """Words a typed word may be, never corrected: pyspellchecker's English word list (about 160,000 words, by
     frequency in subtitles, so everyday and medical words alike: "eczema", "bloated", "snore"), the clinical words,
     and every word of the vocabulary files (medicine and brand names, "spiriva", "beconase")."""
-    from spellchecker import SpellChecker
-
     english = set(SpellChecker(language="en").word_frequency.dictionary)
     ours = {w for path in sorted(VOCABULARY_FILES.glob("*.yaml"))
             for leaf in _leaves(yaml.safe_load(path.read_text()) or {})
@@ -62,24 +61,13 @@ def known_words() -> frozenset[str]:
     return frozenset(english | ours) | clinical_words()
 
 
-def _distance(a: str, b: str, limit: int) -> int:
-    """The optimal-string-alignment distance of ``a`` and ``b`` (insertions, deletions, substitutions, adjacent
-    swaps), or ``limit + 1`` once it must exceed ``limit``."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = a[i - 1] != b[j - 1]
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return prev[-1]
+@lru_cache(maxsize=1)
+def _clinical_speller() -> SpellChecker:
+    """pyspellchecker over the clinical words alone: its edits (a letter added, dropped, changed or two swapped) find
+    the clinical words a typed word is one or two edits from."""
+    speller = SpellChecker(language=None, distance=2)
+    speller.word_frequency.load_words(clinical_words())
+    return speller
 
 
 _SUFFIXES = ("ing", "ed", "es", "s", "y", "ly", "ish", "er", "ers", "ness")
@@ -108,20 +96,12 @@ def correction(word: str) -> str | None:
     w = word.lower()
     if is_a_word(w):
         return None
-    limit = 1 if len(w) < 6 else 2
-    best: list[str] = []
-    best_d = limit + 1
-    for c in clinical_words():
-        if c[0] != w[0]:
-            continue  # a slip seldom hits the first letter, and "eish" is no "wish"
-        d = _distance(w, c, limit)
-        if d == 2 and (len(w) > len(c) or w[-1] != c[-1]):
-            continue
-        if d < best_d:
-            best, best_d = [c], d
-        elif d == best_d and d <= limit:
-            best.append(c)
-    return best[0] if best_d <= limit and len(best) == 1 else None
+    speller = _clinical_speller()
+    near = [c for c in speller.known(speller.edit_distance_1(w)) if c[0] == w[0]]
+    if not near and len(w) >= 6:
+        near = [c for c in speller.known(speller.edit_distance_2(w))
+                if c[0] == w[0] and len(w) <= len(c) and w[-1] == c[-1]]
+    return near[0] if len(near) == 1 else None
 
 
 def corrected(text: str) -> str:

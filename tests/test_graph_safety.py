@@ -157,3 +157,21 @@ def test_a_possible_flag_made_firm_is_not_told_twice():
     assert _escalation([{"id": "stroke_signs", "level": "emergency", "message": "Call now."}], before) is None
     assert _escalation([{"id": "sepsis", "level": "emergency", "message": "Go now."}], before) == "Go now."
     assert _escalation([{"id": "stroke_signs", "level": "emergency", "message": "Call now."}]) == "Call now."
+
+
+def test_a_call_now_is_not_contradicted_by_a_book_soon():
+    """Told to call the emergency number, the patient is not also told to book an appointment in the next days (an
+    airway swelling shut with a hoarse voice raised both); the clinician keeps every flag. Without an emergency, an
+    urgent message is said; a "possible" flag advises at its rule's level."""
+    from agent.app.graph_nodes import _escalation
+    from agent.core.safety import default_rules
+
+    rules = default_rules()
+    airway = {"id": "sore_throat_with_airway_signs", "level": "emergency", "message": "Call now."}
+    cancer = {"id": "cancer_warning_signs", "level": "urgent", "message": "Book soon."}
+    assert _escalation([airway, cancer], rules=rules) == "Call now."
+    assert _escalation([cancer], [airway], rules=rules) is None
+    assert _escalation([cancer], rules=rules) == "Book soon."
+    possible_stroke = {"id": "stroke_signs", "level": "possible", "message": "Call now."}
+    assert _escalation([possible_stroke, {**cancer, "level": "possible"}], rules=rules) == "Call now."
+    assert _escalation([cancer, airway]) == "Call now."  # no rule set: each flag's own level decides

@@ -420,10 +420,9 @@ def test_a_list_of_denials_stays_denied(store):
 
 @pytest.mark.parametrize("said", [
     "Since this morning my grandad doesn't know where he is and keeps trying to get out of bed.",
-    pytest.param("Out of nowhere today my wife didn't recognise our son and thought it was 1985.",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "known limit: read as the patient's ('I didn't recognise our son'), all-MiniLM-L6-v2 puts it at "
-                     "cosine 0.36 from the nearest confusion description; kept as a tracked miss, not tuned away"))),
+    # (a known limit until the twenty-third session, which gave the lexicon's confusion the NICE CKS wording of not
+    # recognising one's own people: "didn't recognise")
+    "Out of nowhere today my wife didn't recognise our son and thought it was 1985.",
 ])
 def test_lost_orientation_or_recognition_is_new_confusion_not_its_denial(store, said):
     """Not knowing where one is, or not recognising a close relative, is disorientation (NICE CKS Delirium): the
@@ -1780,6 +1779,73 @@ def test_the_twenty_second_sessions_readings(store, said, slot, value, status):
     ("My face drooped on one side back in 2021, Bell's palsy they said, completely better now.", set()),
 ])
 def test_the_twenty_second_sessions_flags(store, said, flagged):
+    """Each listed flag is raised (others may come with it); a quiet statement raises none."""
+    flags = {f["id"] for f in talk(store, said).state().red_flags}
+    assert flags == flagged or (flagged and flagged <= flags), flags
+
+
+_REGISTERS_AND_ORDER = [
+    # spoken reductions, written shorthand and slang codes read as the words they stand for
+    ("my knee is swole and i gotta limp, dunno why", "symptom", "swelling", "positive"),
+    ("Pt reports SOB for 2 days, no CP.", "symptom", "dyspnea", "positive"),
+    ("Since the weekend PV bleeding and cramps.", "symptom", "vaginal bleeding", "positive"),
+    ("Been bringing up claret with the coughing since Tuesday.", "symptom", "hemoptysis", "positive"),
+    # the object put first and the denial last; a review of systems read out in its own register
+    (("Tight chest on the stairs.", "Cigarettes, never I do not."), "habit", "smoking", "negative"),
+    (("Tight chest on the stairs.", "Drink I don't."), "habit", "alcohol abuse", "negative"),
+    (("I work as a nurse, so in order.", "Fever: nil. Cough: negative."), "symptom", "fever", "negative"),
+    # a question the patient puts to themself and answers at once
+    (("My ankles swell by teatime.", "Do I get short of breath? Nope, I walk the dog fine."), "symptom", "dyspnea",
+     "negative"),
+    (("Sore throat for days.", "Any temperature? Yes, 38 last night."), "symptom", "fever", "positive"),
+    # a claim another person makes and the patient denies: the patient's own last word stands
+    (("My chest rattles at night.", "My son insists I smoke; I gave it up? No, I never smoked, it's my lodger."),
+     "habit", "smoking", "negative"),
+    # the loss of pleasure told with a "nothing"; a question whether it is normal is no verdict of normal
+    (("I'm so tired of it all.", "Nothing brings me any pleasure now, not even the grandchildren."), "symptom",
+     "anhedonia", "positive"),
+    (("My sleep is poor.", "Is it normal that my heart starts racing when I lie down?"), "symptom", "palpitations",
+     "positive"),
+    # a thermometer read out in words, a chemotherapy regimen by its name
+    (("I've felt rough since lunchtime.", "The thermometer said thirty-nine point two."), "symptom", "fever",
+     "positive"),
+    ("She's having R-CHOP for her lymphoma and now she's shivering.", "medication", "chemotherapy", "positive"),
+    # an age something happened at is the past's, not the patient's age
+    (("I had a seizure at work this morning.", "My first fit was aged 14, none for years."), "symptom", "seizure",
+     "positive"),
+    # a "he" is not the mum named before it; a carer who brought the patient in is no patient
+    (("I've brought my grandad in, he's been getting confused over the last year.",
+      "His sister had a stroke. He has high blood pressure and takes amlodipine."), "medication", "amlodipine",
+     "positive"),
+    # a kind of complaint denied as a habit, then told
+    (("Hello.", "I never normally get migraines, but this one has lasted three days."), "symptom", "headache",
+     "positive"),
+]
+
+
+@pytest.mark.parametrize(("said", "slot", "value", "status"), _REGISTERS_AND_ORDER)
+def test_the_twenty_third_sessions_readings(store, said, slot, value, status):
+    """The twenty-third session's mechanisms, each case in words of its own (not the eleventh set's): spoken
+    reductions, shorthand and slang codes; a denial after its object; an answered self-question; a later own denial
+    over an earlier claim; a thermometer in words; whose "he" is; a habit denied and then told."""
+    state = talk(store, *([said] if isinstance(said, str) else said)).state().patient_state
+    assert status_of(state, slot, value) == status, state
+
+
+@pytest.mark.parametrize(("said", "flagged"), [
+    # a wish to die in a spoken reduction; a suicidal thought told as a review-of-systems "negative" raises nothing
+    ("honestly i wanna go to sleep and never wake up, i've got pills saved", {"suicidal_ideation"}),
+    ("Low mood for months. Thoughts of self-harm: negative. Thoughts of ending my life: negative.", set()),
+    # a fever read out in words on chemotherapy by its regimen's name
+    ("He's on FOLFIRI for his bowel cancer and his temperature is thirty-eight point four.", {"neutropenic_sepsis"}),
+    # a faint at a teenage age, never again: the past, no flag; a painful swallow with a sore throat is the throat's
+    ("I passed out once at fifteen giving blood, never since.", set()),
+    ("Sore throat since yesterday, it hurts to swallow, bit of a cold.", set()),
+    # a headache that peaked in an instant, said formally
+    ("An instantaneous headache of the utmost severity came upon me while gardening; excruciating, unlike any before.",
+     {"thunderclap_headache"}),
+])
+def test_the_twenty_third_sessions_flags(store, said, flagged):
     """Each listed flag is raised (others may come with it); a quiet statement raises none."""
     flags = {f["id"] for f in talk(store, said).state().red_flags}
     assert flags == flagged or (flagged and flagged <= flags), flags

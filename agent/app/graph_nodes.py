@@ -251,7 +251,8 @@ class Nodes:
         update: dict = {}
         if raised:
             update = {"red_flags": [*s.red_flags, *raised],
-                      "pending": self._pending(s, escalation=_escalation(raised, s.red_flags))}
+                      "pending": self._pending(s, escalation=_escalation(raised, s.red_flags,
+                                                                                 self.agent.red_flag_rules))}
         if self.agent.red_flag_rules is not None and said:
             update |= self._record_disclosures(s, safety.disclosed(raised, self.agent.red_flag_rules),
                                                safety.told_acts(said, self.agent.red_flag_rules))
@@ -384,7 +385,8 @@ class Nodes:
             raised = self._new_flags(s, patched, turn - 1)
             if raised:
                 update["red_flags"] = [*s.red_flags, *raised]
-                escalation = " ".join(x for x in (p.escalation, _escalation(raised, s.red_flags)) if x)
+                escalation = " ".join(x for x in (p.escalation, _escalation(raised, s.red_flags, self.agent.red_flag_rules))
+                                      if x)
         if decision.replace_actions is not None:
             edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
             actions = decision.replace_actions
@@ -449,14 +451,27 @@ class Nodes:
                 "summary": summary}
 
 
-def _escalation(flags: list[dict], said: Iterable[dict] = ()) -> str | None:
+def _escalation(flags: list[dict], said: Iterable[dict] = (), rules: Any = None) -> str | None:
     """What the patient is told of newly raised ``flags``. A flag raised before as "possible" (``said``: the session's
     flags so far) that firmer words now raise at its level told its message then (the patient gets a possible flag's
     message all the same): it is not said twice; the clinician sees the new level with its evidence. A rise in
-    severity (an urgent hyperglycaemia that vomiting makes an emergency) is told again."""
+    severity (an urgent hyperglycaemia that vomiting makes an emergency) is told again.
+
+    Once the patient is told to call the emergency number (``rules``: the rule set, whose levels say which message
+    advises what, a "possible" flag's too), a message that advises an appointment in the next days is not said: the
+    two together contradict each other (a throat swelling shut told "call now" and "book in the next few days"); the
+    clinician still sees every flag."""
+    said = list(said)
     told = {(f.get("id"), f.get("message")) for f in said if f.get("level") == "possible"}
+    advised = {r.id: r.level for r in getattr(rules, "rules", ())}
+
+    def urgency(f: dict) -> int:
+        return min(safety.level_rank(f.get("level")), safety.level_rank(advised.get(f.get("id"), f.get("level"))))
+
+    call_now = any(urgency(f) == 0 for f in [*said, *flags])
     return " ".join(dict.fromkeys(f["message"] for f in flags
-                                  if f.get("message") and (f.get("id"), f["message"]) not in told)) or None
+                                  if f.get("message") and (f.get("id"), f["message"]) not in told
+                                  and (urgency(f) == 0 or not call_now))) or None
 
 
 def _full_text(p: Pending) -> str:

@@ -43,6 +43,13 @@ of ConText here, the NLU's onset in the patient's words (``policies.nlu.attribut
 past (``agent.core.safety.onset_days``) read the same words."""
 YOUNG = rf"(?:a |an )?(?:little |small )?(?:{'|'.join(YOUNG_PEOPLE)})"
 """One of :data:`YOUNG_PEOPLE` as said ("a little girl", "an infant"), as a regular expression."""
+_AGE_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+              "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty")
+AT_AN_AGE = (rf"(?:at the age of|at age|aged)\s+(?:about\s+|around\s+)?(?:\d{{1,2}}|(?:{_AGE_WORDS})(?:[- ](?:one|two|three|four|"
+             rf"five|six|seven|eight|nine))?)|at (?:thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|1[3-9]\b)"
+             rf"(?![:.]\d)(?! ?(?:past|to|minutes|o'clock|hundred|hours|hrs|am|pm)\b)")
+"""An age said as the time a past event happened ("I fainted once at sixteen", "aged 12", "at the age of five"),
+as a regular expression: read like "when I was sixteen" (a clock's "at six" is no age: only the teens stand bare)."""
 LOST_FACULTIES = frozenset("""hearing sight vision eyesight feeling sensation movement power strength grip voice
 balance taste smell""".split())
 """Nouns of what a part or a person can do: after "no" they say its loss ("no hearing in my left ear", "no feeling in
@@ -271,6 +278,18 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is not there", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=5, pattern=[
         {"LOWER": {"IN": ["is", "are", "was", "were", "'s", "’s"]}}, {"LOWER": {"IN": ["not", "n't", "’t"]}},
         {"LOWER": "there"}, {"IS_PUNCT": True}]))
+    # ... and with the object fronted, as Chinese, Creole and other English put it: "Smoke I don't.", "Alcohol, I
+    # never do." (the subject and its denial close the sentence; "I don't smoke." keeps its verb after the cue)
+    rules.append(ConTextRule("smoke i don't.", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
+        {"LOWER": {"IN": [",", "-"]}, "OP": "?"}, {"LOWER": {"IN": ["i", "he", "she", "we"]}},
+        {"LOWER": {"IN": ["do", "does", "did"]}, "OP": "?"}, {"LOWER": {"IN": ["n't", "not", "’t", "never"]}},
+        {"LOWER": {"IN": ["do", "does", "did"]}, "OP": "?"}, {"IS_PUNCT": True}]))
+    # A clinical register's verdict after its topic: "Thoughts of ending it: negative.", "chest pain - nil", "Drugs:
+    # none." (a review of systems as a patient who works in health reads it out)
+    rules.append(ConTextRule(": negative", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=8, pattern=[
+        {"LOWER": {"IN": [":", "-", "–", "="]}},
+        {"LOWER": {"IN": ["negative", "nil", "none", "no", "denied", "denies", "absent", "nope", "never", "neg"]}},
+        {"IS_PUNCT": True}]))
     rules.append(ConTextRule("i am not taking", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
         # (a verb of taking only: "I don't smoke." names its own habit, which the cue must not swallow)
         {"LOWER": {"IN": ["i", "he", "she"]}}, {"LOWER": {"IN": ["am", "'m", "’m", "is", "'s", "’s"]}},
@@ -339,8 +358,11 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["nothing", "nothin", "nothin'"]}},
         {"LOWER": {"IN": ["'s", "’s", "is", "seems", "feels"]}, "OP": "?"},
         {"LOWER": {"IN": ["much", "really", "very", "any"]}, "OP": "?"},
+        {"LOWER": {"IN": ["gives", "brings", "makes", "give", "bring", "make"]}, "OP": "?"},
+        {"LOWER": {"IN": ["me", "him", "her", "them", "us"]}, "OP": "?"}, {"LOWER": {"IN": ["any", "much"]}, "OP": "?"},
         {"LOWER": {"IN": ["fun", "enjoyable", "interesting", "interests", "excites", "appeals", "matters", "worth",
-                          "pleasurable", "exciting"]}}]))
+                          "pleasurable", "exciting", "joy", "pleasure", "happy", "happiness", "delight",
+                          "satisfaction", "joyful", "interest"]}}]))
     # ... but a comparison is no verdict: "I'm more out of breath than normal", "worse than OK" say it is there.
     rules.append(ConTextRule("than normal", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": "than"}, {"LOWER": {"IN": ["fine", "normal", "ok", "okay", "alright", "good", "usual"]}}]))
@@ -376,6 +398,12 @@ def conversation_rules() -> list[Any]:
                  {"LOWER": {"IN": ["about", "around", "only", "just", "maybe"]}, "OP": "?"}, {"LIKE_NUM": True}]
     rules.append(ConTextRule("when i was <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12,
                              pattern=at_an_age))
+    rules.append(ConTextRule("at the age of <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12, pattern=[
+        {"LOWER": {"IN": ["aged", "at"]}}, {"LOWER": {"IN": ["the", "age"]}, "OP": "?"},
+        {"LOWER": {"IN": ["age", "of"]}, "OP": "?"}, {"LOWER": "of", "OP": "?"},
+        {"LOWER": {"IN": ["about", "around"]}, "OP": "?"}, {"LIKE_NUM": True, "LOWER": {"NOT_IN": [
+            "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]}},
+        {"LOWER": {"NOT_IN": ["past", "to", "minutes", "o'clock", "hundred", "hours", "am", "pm", ":", "."]}}]))
     # a past year said as the time, before or after ("back in 2019 I had a clot", "a clot in my leg in 2015"); not
     # "since 2019" (what began then may go on) nor this year
     past_years = [str(y) for y in range(1940, date.today().year)]
@@ -1156,7 +1184,7 @@ wednesday thursday friday saturday sunday weekend""".split())
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
 _FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|"
                           r"in (?:his|her) (?:\w+ties|teens)"
-                          r"|years ago|last year|years back|used to|runs in|history of|when (?:he|she) was"
+                          r"|years ago|(?<!the )last year|years back|used to|runs in|history of|when (?:he|she) was"
                           r"|for (?:many )?years|for ages"
                           r"|all (?:his|her) life|long[- ]standing)\b", re.I)
 # The speaker's own complaint in the same turn ("my dad had one and I get chest pain"): then the speaker is the
@@ -1167,7 +1195,8 @@ _HERE_FOR_MYSELF_WORDS = (r"\b(?:here|came|come|coming|calling|ringing|in)\s+(?:
 _OWN_COMPLAINT = re.compile(_HERE_FOR_MYSELF_WORDS + r"|"
                             r"\bI(?:'ve| have| get| feel| keep| had| got|'m having| am having|'m getting)\b"
                             r"(?!\s+(?:just\s+|only\s+|recently\s+|now\s+)?(?:found|noticed|seen|heard|learned|learnt|"
-                            r"discovered|been told|spotted|caught|realised|realized)\b)|\b(?:it's|it is) me\b|"
+                            r"discovered|been told|spotted|caught|realised|realized|brought|taken|come|had to bring|"
+                            r"been (?:worried|looking after|caring|watching|keeping))\b)|\b(?:it's|it is) me\b|"
                             r"(?<=[,;]\s)(?:and\s+)?(?:now\s+)?my\s+(?:(?:both|left|right|own)\s+)?(?:eyes?|chest|throat|"
                             r"head|stomach|tummy|back|skin|legs?|arms?|ears?|nose|knees?|feet|hands?)\b|"
                             r"\b(?:and|now|but)\s+(?:now\s+)?(?:both\s+)?my\s+(?:(?:left|right|own)\s+)?(?:eyes?|chest|throat|"
@@ -1355,9 +1384,19 @@ _ECHO = re.compile(r"(?:^|(?<=[.!?]))\s*(?:[^\s.!?]+\s+){0,3}[^\s.!?]+\?+(?=\s|$
 71!", "Chest pain? No, never."), said back in surprise or to check, which tells nothing; the answer follows it."""
 
 
+_ANSWERED_ECHO = re.compile(
+    r"(?:^|(?<=[.!?]))\s*(?:(?:am i|do i have|do i get|have i got|have i had|have i been|did i have|is there|are there|"
+    r"any)\s+)?((?:[^\s.!?]+\s+){0,6}[^\s.!?]+)\?+\s*(?:(no|nope|nah|not really|never|not at all)|(yes|yeah|yep|aye))"
+    r"(?!\s+(?:idea|clue|one|way|longer|more)\b)(?=[\s,.!;]|$)[,.!;]?", re.I)
+"""A question the patient asks back and answers at once ("Am I short of breath? No, I can still get to the
+kitchen", "Any blood in it? Yes, a streak"): the answer is the question's status."""
+
+
 def without_echoes(text: str) -> str:
     """``text`` less the short questions it echoes back (:data:`_ECHO`): read as statements, "Chest pain? No, never."
-    had recorded a chest pain."""
+    had recorded a chest pain. A question answered at once is read as its answer (:data:`_ANSWERED_ECHO`): "Am I
+    short of breath? No," is "No short of breath." (dropping it had left the denial nothing to deny)."""
+    text = _ANSWERED_ECHO.sub(lambda m: f" {'No ' if m.group(2) else ''}{m.group(1)}.", text)
     out = _ECHO.sub(" ", text).strip()
     return out if out else text
 

@@ -26,6 +26,7 @@ import yaml
 from agent.core import cmas, cmas_lenient
 from agent.core.bounds import MAX_UTTERANCE_CHARS
 from agent.core.clinical_text import (
+    AT_AN_AGE,
     NEGATION_WORD,
     YOUNG,
     ClauseReader,
@@ -482,7 +483,7 @@ _SPAN_SO_FAR = re.compile(r"^(?:about |around |nearly |almost |over |just over |
 _LONG_AGO = re.compile(rf"\b(?:(?:(?:many|several|some) years|years|decades|ages) ago|"
                        rf"for (?:(?:many|some|a few|a good few|"
                        rf"several) )?(?:years|decades)|donkey'?s years|as {YOUNG}|when (?:i|he|she) was|"
-                       r"in (?:my|his|her) (?:childhood|teens))\b")
+                       rf"in (?:my|his|her) (?:childhood|teens)|{AT_AN_AGE})\b")
 """A time long past said without a number ("years ago", "ages ago", "for years") or as a time of life ("as a child",
 "when I was six", the NLU's onset in the patient's words): counted as two years."""
 _TODAY = re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight|earlier|\d{1,2}(?:[:.]\d{2})?\s*"
@@ -531,9 +532,18 @@ def mild_or_easing(item: dict[str, Any]) -> bool:
             or "getting better" in str(item.get("progression") or "").lower())
 
 
+_WORST_WORDS = re.compile(r"\b(?:excruciating|unbearable|agonising|agonizing|agony|intolerable|worst|blinding|"
+                          r"horrendous|ten out of ten)\b")
+"""A severity said in words at the top of the scale ("an excruciating headache", "unbearable"): 10 out of 10, as the
+patients who say it score it when asked; lesser words ("bad", "severe") are left to a number."""
+
+
 def _severity(item: dict[str, Any]) -> float | None:
-    m = _NUMBER.search(str(item.get("severity") or ""))
-    return float(m.group()) if m else None
+    said = str(item.get("severity") or "").lower()
+    m = _NUMBER.search(said)
+    if m:
+        return float(m.group())
+    return 10.0 if _WORST_WORDS.search(said) else None
 
 
 _SIDE_SUFFIX = re.compile(r"\s*\((l|r)\)$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agent.core.clinical_text import DATED, YOUNG
+from agent.core.clinical_text import AT_AN_AGE, DATED, YOUNG
 from agent.core.numbers import with_digits
 
 _SPREAD_SUBJECT = r"(?:it|it's|it is|they|they're|they are|that|this|which|the pain|the ache)"
@@ -113,7 +113,8 @@ patient's word for when it began (a day ago, to the red-flag screen)."""
 _CHILDHOOD = re.compile(
     rf"\b(as {YOUNG}|when (?:i|he|she) was (?:{YOUNG}|(?:about |around |only |just |maybe )?"
     rf"(?:\d{{1,2}}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-    rf"sixteen|seventeen|eighteen|nineteen)|little|small|young|younger)|in (?:my|his|her) (?:childhood|teens))\b"
+    rf"sixteen|seventeen|eighteen|nineteen)|little|small|young|younger)|in (?:my|his|her) (?:childhood|teens)|"
+    rf"{AT_AN_AGE})\b"
 )
 """An onset said as a time of life ("a fit when I was about six", "asthma as a child"): the patient's words, which
 tell the red-flag screen it is their past (``agent.core.safety.onset_days``)."""
@@ -527,7 +528,9 @@ _ABRUPT = re.compile(
     r"instantly|straight away|like a (?:switch|light switch|bolt)|like being (?:hit|struck|kicked)|thunderclap|"
     r"(?:came|come|comes|started|starts|began|begins|hit|hits)\s+(?:on\s+)?(?:really\s+|very\s+|so\s+)?"
     r"(?:fast|quick(?:ly)?|in seconds|within seconds|in a second)|"
-    r"within (?:a few |a couple of )?(?:seconds|a second|a minute|minutes))\b")
+    r"within (?:a few |a couple of )?(?:seconds|a second|a minute|minutes)|instantaneous(?:ly)?|"
+    r"in a (?:split second|flash|heartbeat)|(?:reached|hit|peaked at) (?:its|the) (?:maximum|max|peak|worst) "
+    r"(?:straight away|instantly|immediately|within|in seconds))\b")
 _GRADUAL = re.compile(
     r"\b(?:gradual(?:ly)?|bit by bit|little by little|slowly|steadily|over (?:time|a (?:few|couple of) \w+|"
     r"(?:several|some|the|a) (?:hours|days|weeks|months))|crept|creeping|creeps|built up|building up|builds up|"
@@ -535,7 +538,8 @@ _GRADUAL = re.compile(
 _STARTED = re.compile(r"\b(?:came on|come on|comes on|started|starts|began|begun|begins|start|crept|creeping|creeps|"
                       r"built|building|builds|snuck|sneaked|happened|appeared|developed|hit|hits|struck)\b")
 _ABRUPT_ALONE = re.compile(r"\bsudden(?:ly)?\b|\ball of a sudden\b|\bout of (?:the blue|nowhere)\b|\ball at once\b|"
-                           r"\bthunderclap\b")
+                           r"\bthunderclap\b|\binstantaneous(?:ly)?\b|\bin a (?:split second|flash)\b|"
+                           r"\blike a (?:light )?switch\b")
 _COURSE_AFTER = re.compile(r"^\W*(?:getting|got|gotten|become|becoming|grown|worse|better|improv|increas|decreas)")
 
 
@@ -755,9 +759,13 @@ _READING_SAID = re.compile(
 def bare_age(text: str) -> str | None:
     """An age given as a bare number, when the doctor asked for it ("Sure, 39."). A number that counts something after
     it ("all four limbs", "two days", "3 times", any plural noun: "two tumbles") or follows a time word ("an hour ago",
-    "at 3") is no age."""
+    "at 3") is no age, nor an age something happened at ("a fit when I was 12", "aged 12": the past's), nor an ordinal's number ("cycle 3
+    day 10", "stage 2", "type 1")."""
     text = _READING_SAID.sub(" ", _CLOCK_TIME.sub(" ", with_digits(text)))  # a time or a reading is no age
     m = re.search(r"(?<!\bat )(?<!\bby )(?<!\bin )(?<!\bover )(?<!\bfor )(?<!\bwithin )(?<!\bafter )(?<!out of )"
+                  r"(?<!\bwas )(?<!\bwere )(?<!\baged )(?<!\bage of )(?<!\bage )(?<!\bday )(?<!\bcycle )(?<!\bweek )"
+                  r"(?<!\bround )(?<!\bstage )(?<!\bgrade )(?<!\btype )(?<!\blevel )(?<!\bnumber )(?<!\bsize )"
+                  r"(?<!\bdose )(?<!\bbed )(?<!\broom )"
                   r"\b(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'clock\b|(?:limbs?|times?|days?|"
                   r"hours?|minutes?|mins?|weeks?|kids|children|tablets|pills|cups|mugs|pints|units|cigarettes|fags|"
                   r"pounds|stones?|kilos|kg|lbs|a day|a week|out of|/|"

@@ -428,26 +428,26 @@ class DetailReader:
         self, frame: Frame, m: Mention, here: list[Mention], clause: str, sentence: str, asked_checks: set[str]
     ) -> None:
         if m.base == "habit" and m.status == "positive":
-            item = frame.item("habit", m.value, "positive")
+            item = frame.held("habit", m.value, "positive")
             set_attr(item, "frequency", attr.frequency(clause))
             if re.search(r"\b(since|for|started|ago)\b", clause) or "starting" in asked_checks:
                 set_attr(item, "starting", attr.onset(clause, asked="starting" in asked_checks))
         elif m.base == "exposure" and m.status == "positive":  # when it was met ("a long flight last week")
-            set_attr(frame.item("exposure", m.value, "positive"), "when", attr.onset(clause))
+            set_attr(frame.held("exposure", m.value, "positive"), "when", attr.onset(clause))
         elif m.base == "medication" and m.status == "positive":
-            item = frame.item("medication", m.value, "positive")
+            item = frame.held("medication", m.value, "positive")
             set_attr(item, "frequency", attr.frequency(clause))
             if re.search(r"\b(help|helps|helped|helping|work|worked|better|difference|relief)\b", clause):
                 set_attr(item, "impact", attr.impact(clause))
             if (taken_for := self._taken_for(m, here)) is not None:
                 set_attr(item, "respone_to", taken_for)
         elif m.base == "exposure":
-            item = frame.item("exposure", m.value, m.status)
+            item = frame.held("exposure", m.value, m.status)
             set_attr(item, "where", attr.where(clause))
         elif m.base == "medical_history" and m.value == "pregnancy" and m.status == "positive":
             # how far along, in the patient's words ("34 weeks"): what tells an early pregnancy's emergency (an
             # ectopic, NICE NG126) from a late one's (pre-eclampsia, NICE NG133)
-            set_attr(frame.item("medical_history", "pregnancy", "positive"), "starting", attr.gestation(sentence))
+            set_attr(frame.held("medical_history", "pregnancy", "positive"), "starting", attr.gestation(sentence))
 
     @staticmethod
     def _taken_for(m: Mention, here: list[Mention]) -> str | None:

@@ -51,6 +51,15 @@ class Frame:
                 return it
         return self.items.setdefault((name, value), {"value": value})
 
+    def held(self, base: str, value: str, status: str) -> dict:
+        """The item of ``value`` if the frame holds it at ``status``, else a detached dict: the details of one mention
+        ("Gerald says I smoked") go to its item only while its status stands; a later word may have changed it ("I've
+        never smoked in my life"), and :meth:`item` would change it back."""
+        spec = cmas.SLOTS[base]
+        if spec.statuses and status not in spec.statuses:
+            status = TEST_STATUS.get(status, status) if base == "medical_test" else "positive"
+        return self.items.get((f"{status}_{base}", value), {})
+
     def rename(self, name: str, old: str, new: str) -> dict:
         """Give the item ``(name, old)`` the value ``new``, merged into an item already under that value."""
         item = self.items.pop((name, old))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from agent.core.clinical_text import (
+    GUARDED_SEX,
     HOW_ONE_IS_SAID,
     KIN,
     OTHER_PEOPLE,
@@ -181,6 +182,9 @@ class MentionFinder:
             if value == PAST_EXPERIENCE and status != "negative" and _NEVER_BEFORE.search(before):
                 status = "negative"  # "never had pain like this before": no past episode (the superlative is no
                 # denial of the pain, clinical_text's "never had pain like it", but it is one of the past's)
+            if (status == "negative" and base == "symptom" and _USUALLY_NOT.search(before)
+                    and _BUT_THIS_ONE.match(f.sentence[f.char_end:])):
+                status = "positive"  # "I don't usually get headaches, but this one ...": this one is had
             if status != "negative" and _DENIED_AFTER.match(f.sentence[f.char_end:]):
                 status = "negative"  # "Fever no.", "Blood? None.": the denial said after what it denies
             if base == "medication" and _ONLY_CONSIDERED.search(f.sentence[:f.char_start]):
@@ -232,7 +236,10 @@ class MentionFinder:
         if m is None or m.group("who").lower() not in ("he", "she"):
             return None
         upto = said[:len(said) - len(before) + m.start()]
-        people = _named_in(self.lexicon.relations, upto)
+        # a "he" is no mum nor gran: the relative it stands for is the last one named of its sex ("His mum, my gran,
+        # had dementia. He has diabetes": the he is not the gran); a word that tells no sex (a cousin) may be either
+        sex = "male" if m.group("who").lower() == "he" else "female"
+        people = [p for p in _named_in(self.lexicon.relations, upto) if GUARDED_SEX.get(p[1], sex) == sex]
         if not people:
             return None
         last = max(people)[1]
@@ -422,6 +429,14 @@ _POSSESSED = re.compile(r"\b(?:my|his|her|their)\s+(?:\w+\s+)?$", re.I)
 ("never been in hospital with my asthma" denies the stay)."""
 _DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:no|none|never|nope|nah|not at all)\s*(?:[.!;]|$)", re.I)
 """A denial said after its object, as a terse or non-native speaker says it ("Fever no.", "Blood in it? None.")."""
+
+
+_USUALLY_NOT = re.compile(r"\b(?:don't|do not|never|rarely|hardly ever|seldom)\s+(?:\w+\s+){0,2}?(?:usually|normally|"
+                          r"really|often|ever|get|suffer)\b|\b(?:usually|normally)\s+(?:don't|do not|never)\b", re.I)
+_BUT_THIS_ONE = re.compile(r"^[^.!?]*?\b(?:but|and|though|however)\s*,?\s+(?:this|that|the)\s+(?:one|time|(?:new\s+)?one's)\b",
+                           re.I)
+"""A kind of complaint denied as a habit and then told ("I don't usually make a fuss over headaches, but this one came
+on like a light switch", "I never get migraines, but this one ..."): the "one" is a headache the patient has now."""
 
 
 def _simile(before: str) -> bool:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from agent.core.numbers import with_digits
+
 PREFIX = "O:"
 NORMAL = ":normal"
 KIND = ":kind"  # a kind of the finding ("the room spins" of dizziness): said, it affirms; denied, it denies nothing
@@ -75,8 +77,11 @@ _COLOURS = _colour_patterns()
 
 # -- readings ---------------------------------------------------------------------------------------------------
 
-_NUMBER = r"(?P<n>\d{1,3}(?:(?:\.|\s+point\s+)\d{1,2})?)"
-"""A number, its decimals said with a point or the word ("38.1", "38 point 1")."""
+_UNITS_SAID = "one|two|three|four|five|six|seven|eight|nine"
+_NUMBER = (rf"(?P<n>\d{{1,3}}(?:(?:\.|\s+point\s+)\d{{1,2}})?|(?:twenty|thirty|forty)(?:[- ](?:{_UNITS_SAID}))?"
+           rf"(?:\s+point\s+(?:\d|{_UNITS_SAID}|nought|zero))?)")
+"""A number, its decimals said with a point or the word ("38.1", "38 point 1"), or said in words as a thermometer's
+or a meter's reading is read out ("thirty-eight point five", "thirty-nine")."""
 _BEFORE_NUMBER = (r"(?:[\s,:-]+(?!(?:but|because|or)\b)[\w'’]+){0,6}?[\s,:-]+"
                   r"(?:of\s+|at\s+|about\s+|around\s+|over\s+|above\s+|nearly\s+|almost\s+|under\s+|below\s+|to\s+)?")
 """Up to six words between what was measured and the number ("my sugars were", "my oxygen on the finger thing said")."""
@@ -117,7 +122,8 @@ impairment, not a loss."""
 _FACULTY_GONE = (
     (re.compile(r"\bhearing\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?ears?)?\s+(?:has\s+|have\s+|had\s+|"
                 r"'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+|all\s+but\s+)?(?P<c>vanished|disappeared|"
-                r"gone|went|packed in|packed up|died|stopped working|shut off|switched off|cut out)\b", re.I),
+                r"gone|went|packed in|packed up|died|stopped working|shut off|switched off|cut out|dropped out|"
+                r"went dead|gone dead|gone deaf|went deaf)\b", re.I),
      "symptom:hearing impairment"),
     (re.compile(r"\b(?:sight|vision|eyesight)\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?eyes?)?\s+(?:has\s+|"
                 r"have\s+|had\s+|'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+)?(?P<c>vanished|"
@@ -140,8 +146,9 @@ the faculty on that side, not a blurring (NHS "Vision loss": sudden loss of visi
 
 
 def _value(n: str) -> float:
-    """The number of :data:`_NUMBER`'s text ("38 point 1" is 38.1)."""
-    return float(re.sub(r"\s+point\s+", ".", n))
+    """The number of :data:`_NUMBER`'s text ("38 point 1" is 38.1, "thirty-eight point five" 38.5)."""
+    said = with_digits(re.sub(r"\b(?:nought|zero)\b", "0", n.lower()))
+    return float(re.sub(r"\s+point\s+", ".", said))
 
 
 def _glucose(n: float) -> str | None:

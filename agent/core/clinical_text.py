@@ -1174,7 +1174,8 @@ GUARDED_SEX = {**dict.fromkeys(_FEMALE_KIN.split(), "female"),
 # in a guardian's report ("today he didn't recognise our daughter").
 _BLOOD_RELATIVES = frozenset("""mum mom mother dad father brother sister grandma grandmother grandad grandfather nan
 granny grandpa aunt uncle cousin""".split())
-_FILLERS = frozenset("um uh er erm well so hi hello yes yeah ok okay doctor right it's its it is this".split())
+_FILLERS = frozenset("""um uh er erm well so hi hello yes yeah ok okay doctor doc right it's its it is this madam sir
+ma'am nurse please sorry excuse me good morning afternoon evening""".split())
 """Words before the relative a guardian opens with: fillers, and the "it's" of "It's my wee girl, she's ..."."""
 _TIME_LEAD_IN = frozenset("""since from over for in during this last past today yesterday tonight overnight earlier
 morning afternoon evening night out of nowhere suddenly all a sudden just about around an hour hours ago few couple

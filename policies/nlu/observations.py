@@ -92,6 +92,7 @@ _MEASURES: dict[str, str] = {
     "temperature": r"temperature|temp|thermometer",
     "oxygen": r"oxygen|o2|sats|saturations?|oximeter|sat level|oxygen levels?",
     "ketones": r"ketones?|ketone (?:strip|reading|level|meter)s?",
+    "pulse": r"pulse|heart ?rate|hr|(?:apple |smart ?)?watch|fitbit|garmin|heart (?:was|is|'s|’s|going|at|hit|hitting)",
 }
 _NOT_A_READING = (r"(?!\s*(?:years?|days?|weeks?|months?|hours?|minutes?|times?|kg|stone|pounds?|lbs?|units?|"
                   r"tablets?|mg\b))")
@@ -182,7 +183,22 @@ def _ketones(n: float) -> str | None:
     return "ketosis" if 1.5 <= n < 10 else None
 
 
-_VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones}
+TEMPERATURE_TAKEN = "body temperature measurement"
+"""The medical test a temperature the patient quotes was read by (the vocabulary's value)."""
+
+
+def _pulse(n: float) -> str | None:
+    """A heart rate the patient read off a watch or a monitor: 120 a minute and over at rest is a racing heart, what
+    the patient feels as palpitations (NICE CKS Palpitations: a sustained rate over 120 is a red flag with chest pain
+    or breathlessness); up to 250, what a wrist device shows."""
+    return "palpitations" if 120 <= n <= 250 else None
+
+
+_VERDICT = {"glucose": _glucose, "temperature": _temperature, "oxygen": _oxygen, "ketones": _ketones,
+            "pulse": _pulse}
+_BEATS = re.compile(rf"{_NUMBER}\s*(?:bpm|beats (?:a|per) minute|beats a min|on (?:my|the|his|her) (?:apple |smart ?)?"
+                    rf"(?:watch|fitbit|garmin|monitor))\b", re.I)
+"""A heart rate said with its unit or its device after it ("like 200 bpm", "170 on my watch")."""
 _TEMP_TAKEN = re.compile(
     rf"{_NUMBER}\s*(?:°\s*[cf]?\s*|degrees?\s+)?(?:(?:under|in|from)\s+(?:his|her|my|their|the)\s+(?:arm|armpit|ear|"
     rf"mouth|tongue|forehead)|on the (?:thermometer|forehead strip|ear thermometer))\b", re.I)
@@ -464,6 +480,7 @@ _TROUBLE_FROM = re.compile(
     r"(?:been\s+)?(?:really\s+|properly\s+|still\s+)?(?P<c>(?:giving|given|gives|give)\s+(?:me|him|her|them)\s+"
     r"(?:real\s+|some\s+|a lot of\s+|no end of\s+|terrible\s+|such\s+)?"
     r"(?:grief|gyp|jip|jib|hell|gip|stick|trouble|bother|murder|agony|jaip|curry|heaps)|playing\s+up|"
+    r"grumbling|niggling|nagging|acting up|"
     r"(?:been\s+)?killing\s+(?:me|him|her))\b", re.I)
 _TROUBLE_WITH = re.compile(
     r"\b(?P<c>(?:bad|trouble|troubled|problems?|bother|bothered|issues?|martyr|suffering|plagued)\s+(?:again\s+)?"
@@ -821,6 +838,14 @@ def observed(text: str) -> list[tuple[int, int, str]]:
         for m in pattern.finditer(text):
             if (value := _VERDICT[kind](_value(m.group("n")))) is not None:
                 out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
+                if kind == "temperature":  # a temperature read is a temperature taken (MediTOD's medical test),
+                    # told by the word that names the measure (the number's span is the finding's)
+                    named = re.match(r"[\w'’]+", m.group())
+                    out.append((m.start(), m.start() + (named.end() if named else 1),
+                                f"{PREFIX}medical_test:{TEMPERATURE_TAKEN}"))
+    for m in _BEATS.finditer(text):
+        if (value := _pulse(_value(m.group("n")))) is not None:
+            out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))
     for m in _TEMP_TAKEN.finditer(text):
         if (value := _temperature(_value(m.group("n")))) is not None:
             out.append((m.start("n"), m.end("n"), f"{PREFIX}symptom:{value}"))

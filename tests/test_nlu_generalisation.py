@@ -1844,6 +1844,8 @@ def test_the_twenty_third_sessions_readings(store, said, slot, value, status):
     # a headache that peaked in an instant, said formally
     ("An instantaneous headache of the utmost severity came upon me while gardening; excruciating, unlike any before.",
      {"thunderclap_headache"}),
+    # how the patient has always been is no acute change
+    ("I've always been chilly and worn out, all my life, that's just me.", set()),
 ])
 def test_the_twenty_third_sessions_flags(store, said, flagged):
     """Each listed flag is raised (others may come with it); a quiet statement raises none."""

@@ -759,6 +759,10 @@ def over_and_done(text: str) -> bool:
     return days is not None and days >= OVER_AND_DONE_DAYS
 
 
+_LIFELONG = re.compile(r"\b(?:always|all my life|my whole life|all (?:his|her) life|for (?:many )?(?:years|decades)|"
+                       r"as long as i can remember|since (?:i was )?(?:a )?(?:child|kid|birth|baby|teenager)|"
+                       r"every (?:winter|summer|spring|autumn|year))\b")
+"""How the patient has always been: no acute change (:func:`_semantic_flags`)."""
 _NOW = re.compile(r"\b(?:now|these days|lately|recently|this (?:week|month|time|morning|afternoon|evening)|today|"
                   r"tonight|yesterday|since (?:last|this|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
                   r"for (?:the )?(?:last|past) |for (?:a |\w+ )?(?:few |couple of )?(?:days|weeks))\b")
@@ -883,6 +887,14 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     says_inability = np.array([bool(_INABILITY.search(c.text)) for c in clauses])[:, None]
     ref_inability = np.array([neg and _says_only_inability(d) for _, d, neg in refs])[None, :]
     past = np.array([c.historical for c in clauses])[:, None]
+    # a clause that says how the patient has always been ("I'm always tired and cold", "I've had bad knees all my
+    # life") tells no acute change: by meaning it raises only the rules that read the past (0.69 from sepsis's "cold
+    # and shivery and exhausted" had raised it as "possible"); a present change said with it keeps it ("always
+    # tired, but this week I can't get out of bed")
+    lasting = np.array([bool(_LIFELONG.search(c.text.lower())) and not _NOW.search(c.text.lower())
+                        for c in clauses])[:, None]
+    reads_past = np.array([rules.rules[i].reads_the_past or rules.rules[i].hedge_keeps_level
+                           for i, _, _ in refs])[None, :]
     ref_negated = np.array([neg for _, _, neg in refs])[None, :]
     keeps = np.array([rules.rules[i].hedge_keeps_level for i, _, _ in refs])[None, :]
     # a rule with a context (a pregnancy) is not contrasted with the ordinary complaints: in its context the ordinary
@@ -907,6 +919,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     usable = (
         (~negated | (ref_negated & says_not & (~ref_inability | says_inability)))
         & (~past | keeps)  # context: no denial, no past (but self-harm's)
+        & (~lasting | reads_past)
         & (((in_context | (contrast >= screen.margin)) & (sims >= screen.possible))  # nearer than the ordinary
            | (recall_first & hints & (low_contrast >= screen.recall_first_margin)
               & (sims >= screen.recall_first_possible)))

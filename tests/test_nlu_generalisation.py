@@ -1820,6 +1820,15 @@ _REGISTERS_AND_ORDER = [
     # a kind of complaint denied as a habit, then told
     (("Hello.", "I never normally get migraines, but this one has lasted three days."), "symptom", "headache",
      "positive"),
+    # a part said on its own, then "it"; an ear that "went"; a blow to a place on the head; a mole that used to be
+    # otherwise; a temperature read is a temperature taken
+    ("My right wrist. It's throbbing since the fall.", "symptom", "pain", "positive"),
+    ("This morning my right ear just went, everything's like underwater.", "symptom", "hearing impairment",
+     "positive"),
+    ("I slipped on the ice and cracked the side of my head on the kerb.", "medical_history", "head injury",
+     "positive"),
+    ("The mole on my calf used to be flat and now it's raised and crusty.", "symptom", "changing mole", "positive"),
+    ("She's had a temperature, 38.9 under her arm.", "medical_test", "body temperature measurement", "avail"),
 ]
 
 
@@ -1844,8 +1853,11 @@ def test_the_twenty_third_sessions_readings(store, said, slot, value, status):
     # a headache that peaked in an instant, said formally
     ("An instantaneous headache of the utmost severity came upon me while gardening; excruciating, unlike any before.",
      {"thunderclap_headache"}),
-    # how the patient has always been is no acute change
+    # how the patient has always been is no acute change; a function said to work is no loss of it
     ("I've always been chilly and worn out, all my life, that's just me.", set()),
+    ("I have a stinking cold, but I can talk normally and move my arms fine.", set()),
+    # a terse teenager's testicle: the part first, then "it"
+    ("My right nut. It's agony. Came on an hour ago in bed.", {"testicular_torsion"}),
 ])
 def test_the_twenty_third_sessions_flags(store, said, flagged):
     """Each listed flag is raised (others may come with it); a quiet statement raises none."""

@@ -1411,11 +1411,18 @@ NEGATION_WORD = re.compile(r"\b(?:no|not|never|nothing|none|nobody|cannot|withou
 """A negation said in words ("I don't want to be here any more", "I'm not thinking straight")."""
 
 
+_DOES_IT_FINE = re.compile(
+    r"\b(?:i|he|she|we|they)\s+(?:can|could)\s+(?:still\s+)?(?:\w+\s+){1,3}?(?:normally|fine|perfectly(?: well)?|"
+    r"properly|ok|okay|all right|alright|no problem)\b", re.I)
+"""A clause that says a function works, plainly ("I can speak normally, as you hear", "she can move her arms fine")."""
+
+
 def says_the_mind_works(clause: str) -> bool:
-    """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), with no negation
-    in it: by meaning it is near the confusion it denies (0.75 from "I cannot think straight"), so neither the red-flag
-    screen nor the NLU's second stage may read it as confusion."""
-    return bool(_MIND_WORKS.search(clause)) and not NEGATION_WORD.search(clause)
+    """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), or that a
+    function does ("I can speak normally", :data:`_DOES_IT_FINE`), with no negation in it: by meaning it is near the
+    loss it denies (0.75 from "I cannot think straight"; "I can speak normally" had raised the stroke as "possible"),
+    so neither the red-flag screen nor the NLU's second stage may read it as that loss."""
+    return bool(_MIND_WORKS.search(clause) or _DOES_IT_FINE.search(clause)) and not NEGATION_WORD.search(clause)
 
 
 def as_the_patient(text: str, pronouns: bool = True) -> tuple[str, str | None]:

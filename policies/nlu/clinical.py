@@ -55,6 +55,7 @@ from policies.nlu.mentions import (
     resolve_night_sweats,
     resolve_pain,
     resolve_toilet,
+    topic_then_it,
     segments,
     someone_elses,
 )
@@ -138,7 +139,7 @@ class ClinicalNLU:
         what the speaker says of themselves ("I've got asthma myself") is then nobody's in this state."""
         state = state or {}
         # "Pregnant? I'm 71!": the echoed question is no answer; "the right, no, sorry, the left one": the left
-        text = without_echoes(repaired(plain_english(text)))
+        text = topic_then_it(without_echoes(repaired(plain_english(text))), self.lexicon.locations)
         if proxy:
             text = _SPEAKERS_OWN.sub("", text)
         relative = None

@@ -716,6 +716,21 @@ _ON_BREATHING = re.compile(
 """A pain brought on by breathing in, as patients say it (the pleuritic pain of NICE CKS Chest pain)."""
 
 
+_TOPIC_THEN_IT = re.compile(r"(?:^|(?<=[.!?]\s))(?P<topic>(?:my|the|his|her|our)\s+(?:left\s+|right\s+)?[a-z]+(?:\s+[a-z]+)?)"
+                            r"\s*[.!?]+\s+(?P<it>it(?=\s|'s|’s))", re.I)
+
+
+def topic_then_it(text: str, places: Mapping[str, str]) -> str:
+    """A body part said on its own and then "it" ("My left ball. It hurts. Like, really bad."): the terse speaker's
+    topic first, the complaint after; the "it" is the part, so the pain is placed there ("my left ball hurts")."""
+    def named(m: re.Match[str]) -> str:
+        topic = m.group("topic")
+        if not _body_parts(topic, places):
+            return m.group(0)
+        return f"{m.group(0)[:m.start('it') - m.start()]}{topic.lower()}"
+    return _TOPIC_THEN_IT.sub(named, text)
+
+
 def resolve_pain(mentions: list[Mention], state: dict, places: Mapping[str, str] | None = None,
                  asked: Sequence[str] = ()) -> None:
     """"The pain" is the pain already being talked about: a specific pain named in the same utterance, else the one

@@ -126,6 +126,12 @@ _FACULTY_GONE = (
                 r"gone|went|packed in|packed up|died|stopped working|shut off|switched off|cut out|dropped out|"
                 r"went dead|gone dead|gone deaf|went deaf)\b", re.I),
      "symptom:hearing impairment"),
+    # ... or said of the ear itself ("my left ear had simply gone", "the ear went dead overnight"); an ear "gone" red
+    # or funny is said of its look or feel, not its hearing
+    (re.compile(r"\b(?:my|the|his|her)\s+(?:left\s+|right\s+)?ear\s+(?:has\s+|had\s+|'s\s+|’s\s+)?(?:just\s+|simply\s+|"
+                r"completely\s+|totally\s+|suddenly\s+)?(?P<c>gone deaf|went deaf|gone dead|went dead|packed in|died|"
+                r"(?:gone|went)(?=\s*(?:[,.;!?]|$|as\b|and\b|overnight\b|completely\b|totally\b)))", re.I),
+     "symptom:hearing impairment"),
     (re.compile(r"\b(?:sight|vision|eyesight)\b(?:\s+in\s+(?:my|the|his|her)\s+(?:left\s+|right\s+)?eyes?)?\s+(?:has\s+|"
                 r"have\s+|had\s+|'s\s+|’s\s+)?(?:just\s+|completely\s+|totally\s+|suddenly\s+)?(?P<c>vanished|"
                 r"disappeared|gone|went(?!\s+(?:all\s+|a\s+bit\s+|really\s+|very\s+)?" + _DIMMED + r")|packed in|died|"
@@ -686,18 +692,18 @@ _MOLE_CHANGED = re.compile(
     r"chang\w+ (?:shape|colou?r|"
     r"size)|grown|growing|got bigger|getting bigger|gone bigger|bigger than|darker|darkened|gone black|turned black|"
     r"black in places|blotchy|ragged|jagged|irregular|bled|bleeds|bleeding|oozing|oozes|crusty|crusting|new colou?rs?|"
-    r"different colou?rs?|spreading|raised up|lumpy)\b", re.I)
+    r"different colou?rs?|spreading|raised up|lumpy|(?<!as it )(?<!as they )(?<!same as )used to be|three colou?rs|two colou?rs)\b", re.I)
 """A mole that changed, as the NHS "Melanoma skin cancer" page lists it (a new mole or one that changes size, shape or
 colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist): recorded as a changing mole, a
 cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""
 _HEAD_HIT = re.compile(
     r"\b(?P<c>(?:hit|banged|bumped|knocked|cracked|smacked|whacked|struck|bashed|clonked|thumped|smashed|slammed|"
-    r"walloped|split|cut)\s+(?:\w+\s+){0,2}?"
+    r"walloped|split|cut)\s+(?:\w+\s+){0,3}?"
     r"(?:on|to|against)?\s*(?:the|my|his|her|their)\s+head)\b|\b(?:took|had|got|taken|gotten|takes)\s+(?:a|an|one|"
     r"another)\s+(?P<d>(?:nasty\s+|bad\s+|big\s+|hard\s+|real\s+)?(?:knock|bang|bump|blow|whack|thump|smack|clonk|hit|"
     r"kick|elbow|knee)\s+(?:on|to|in)\s+(?:the|his|her|my|their)\s+(?:head|face|temple|forehead))\b", re.I)
-"""A blow to the head as it is told ("took a knock to the head playing rugby", "banged her head on the table"): a head
-injury (NICE NG232), which the head-injury rule reads with what followed it."""
+"""A blow to the head as it is told ("took a knock to the head playing rugby", "banged her head on the table", "banged
+the back of my head"): a head injury (NICE NG232), which the head-injury rule reads with what followed it."""
 _KNOCKED_OUT = re.compile(
     r"\b(?P<c>(?:was|were|went|been|got|is)\s+(?:knocked\s+)?out(?:\s+cold)?\s+for\s+"
     r"(?:a|a few|a couple of|about|around|"

@@ -385,8 +385,8 @@ class Nodes:
             raised = self._new_flags(s, patched, turn - 1)
             if raised:
                 update["red_flags"] = [*s.red_flags, *raised]
-                escalation = " ".join(x for x in (p.escalation, _escalation(raised, s.red_flags, self.agent.red_flag_rules))
-                                      if x)
+                told = _escalation(raised, s.red_flags, self.agent.red_flag_rules)
+                escalation = " ".join(x for x in (p.escalation, told) if x)
         if decision.replace_actions is not None:
             edits.append(ReviewEdit(kind="replace_actions", before=actions, after=decision.replace_actions, **rec))
             actions = decision.replace_actions

@@ -45,8 +45,9 @@ YOUNG = rf"(?:a |an )?(?:little |small )?(?:{'|'.join(YOUNG_PEOPLE)})"
 """One of :data:`YOUNG_PEOPLE` as said ("a little girl", "an infant"), as a regular expression."""
 _AGE_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
               "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty")
-AT_AN_AGE = (rf"(?:at the age of|at age|aged)\s+(?:about\s+|around\s+)?(?:\d{{1,2}}|(?:{_AGE_WORDS})(?:[- ](?:one|two|three|four|"
-             rf"five|six|seven|eight|nine))?)|at (?:thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|1[3-9]\b)"
+AT_AN_AGE = (rf"(?:at the age of|at age|aged)\s+(?:about\s+|around\s+)?(?:\d{{1,2}}|(?:{_AGE_WORDS})"
+             rf"(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?)|"
+             rf"at (?:thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|1[3-9]\b)"
              rf"(?![:.]\d)(?! ?(?:past|to|minutes|o'clock|hundred|hours|hrs|am|pm)\b)")
 """An age said as the time a past event happened ("I fainted once at sixteen", "aged 12", "at the age of five"),
 as a regular expression: read like "when I was sixteen" (a clock's "at six" is no age: only the teens stand bare)."""

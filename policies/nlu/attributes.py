@@ -759,8 +759,8 @@ _READING_SAID = re.compile(
 def bare_age(text: str) -> str | None:
     """An age given as a bare number, when the doctor asked for it ("Sure, 39."). A number that counts something after
     it ("all four limbs", "two days", "3 times", any plural noun: "two tumbles") or follows a time word ("an hour ago",
-    "at 3") is no age, nor an age something happened at ("a fit when I was 12", "aged 12": the past's), nor an ordinal's number ("cycle 3
-    day 10", "stage 2", "type 1")."""
+    "at 3") is no age, nor an age something happened at ("a fit when I was 12", "aged 12": the past's), nor an
+    ordinal's number ("cycle 3 day 10", "stage 2", "type 1")."""
     text = _READING_SAID.sub(" ", _CLOCK_TIME.sub(" ", with_digits(text)))  # a time or a reading is no age
     m = re.search(r"(?<!\bat )(?<!\bby )(?<!\bin )(?<!\bover )(?<!\bfor )(?<!\bwithin )(?<!\bafter )(?<!out of )"
                   r"(?<!\bwas )(?<!\bwere )(?<!\baged )(?<!\bage of )(?<!\bage )(?<!\bday )(?<!\bcycle )(?<!\bweek )"

@@ -55,9 +55,9 @@ from policies.nlu.mentions import (
     resolve_night_sweats,
     resolve_pain,
     resolve_toilet,
-    topic_then_it,
     segments,
     someone_elses,
+    topic_then_it,
 )
 from policies.nlu.observations import DYED, DYED_BY, sentence_of
 

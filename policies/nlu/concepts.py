@@ -101,14 +101,15 @@ so i""".split())
 couldn't hear"), not a complaint of sleep. By meaning such a clause is near "waking up early" (insomnia)."""
 
 
-_WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|(?<!\bit )(?<!\bthat )(?<!\bthis )(?<!\bnot )(?<!n't )normal|normally|okay|ok|"
-                             r"alright|all right|as (?:ever|always|usual)|"
+_WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|(?<!\bit )(?<!\bthat )(?<!\bthis )(?<!\bnot )(?<!n't )normal|"
+                             r"normally|okay|ok|alright|all right|as (?:ever|always|usual)|"
                              r"same as (?:ever|always|usual|before)|nothing wrong|no (?:problems?|trouble|issues?))\b",
                              re.I)
 """A clause that says a function works ("I can hear perfectly well", "my hearing's the same as ever"): by meaning it
 is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative). "Is it
 normal that my heart races?" asks, and "it's not normal" says the opposite: neither is a verdict of normal."""
-_ABLE = re.compile(r"^(?:(?:and|but|so|oh|well|yes|yeah|no|[a-z]+ly)[\s,]+)*(?:i|he|she|they|we)\s+(?:still\s+)?(?:can|could)\s+"
+_ABLE = re.compile(r"^(?:(?:and|but|so|oh|well|yes|yeah|no|[a-z]+ly)[\s,]+)*(?:i|he|she|they|we)\s+(?:still\s+)?"
+                   r"(?:can|could)\s+"
                    r"(?!(?:barely|hardly|only|just|not|never|sometimes|feel|hear|see|smell|taste|tell|notice|sense|"
                    r"actually)\b)[a-z]+\b(?![^.!?]*\b(?:before|until|till|but|if|then|only|barely)\b)",
                    re.I)

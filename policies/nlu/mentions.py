@@ -433,8 +433,8 @@ _DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:no|none|never|nope|nah|not at all)
 
 _USUALLY_NOT = re.compile(r"\b(?:don't|do not|never|rarely|hardly ever|seldom)\s+(?:\w+\s+){0,2}?(?:usually|normally|"
                           r"really|often|ever|get|suffer)\b|\b(?:usually|normally)\s+(?:don't|do not|never)\b", re.I)
-_BUT_THIS_ONE = re.compile(r"^[^.!?]*?\b(?:but|and|though|however)\s*,?\s+(?:this|that|the)\s+(?:one|time|(?:new\s+)?one's)\b",
-                           re.I)
+_BUT_THIS_ONE = re.compile(r"^[^.!?]*?\b(?:but|and|though|however)\s*,?\s+(?:this|that|the)\s+"
+                           r"(?:one|time|(?:new\s+)?one's)\b", re.I)
 """A kind of complaint denied as a habit and then told ("I don't usually make a fuss over headaches, but this one came
 on like a light switch", "I never get migraines, but this one ..."): the "one" is a headache the patient has now."""
 
@@ -716,8 +716,8 @@ _ON_BREATHING = re.compile(
 """A pain brought on by breathing in, as patients say it (the pleuritic pain of NICE CKS Chest pain)."""
 
 
-_TOPIC_THEN_IT = re.compile(r"(?:^|(?<=[.!?]\s))(?P<topic>(?:my|the|his|her|our)\s+(?:left\s+|right\s+)?[a-z]+(?:\s+[a-z]+)?)"
-                            r"\s*[.!?]+\s+(?P<it>it(?=\s|'s|’s))", re.I)
+_TOPIC_THEN_IT = re.compile(r"(?:^|(?<=[.!?]\s))(?P<topic>(?:my|the|his|her|our)\s+(?:left\s+|right\s+)?"
+                            r"[a-z]+(?:\s+[a-z]+)?)\s*[.!?]+\s+(?P<it>it(?=\s|'s|’s))", re.I)
 
 
 def topic_then_it(text: str, places: Mapping[str, str]) -> str:

@@ -692,7 +692,8 @@ _MOLE_CHANGED = re.compile(
     r"chang\w+ (?:shape|colou?r|"
     r"size)|grown|growing|got bigger|getting bigger|gone bigger|bigger than|darker|darkened|gone black|turned black|"
     r"black in places|blotchy|ragged|jagged|irregular|bled|bleeds|bleeding|oozing|oozes|crusty|crusting|new colou?rs?|"
-    r"different colou?rs?|spreading|raised up|lumpy|(?<!as it )(?<!as they )(?<!same as )used to be|three colou?rs|two colou?rs)\b", re.I)
+    r"different colou?rs?|spreading|raised up|lumpy|(?<!as it )(?<!as they )(?<!same as )used to be|"
+    r"three colou?rs|two colou?rs)\b", re.I)
 """A mole that changed, as the NHS "Melanoma skin cancer" page lists it (a new mole or one that changes size, shape or
 colour, bleeds, itches or crusts; NICE NG12 1.7: the weighted 7-point checklist): recorded as a changing mole, a
 cancer warning sign. A mole said only to itch is not enough: itch is the checklist's minor feature."""

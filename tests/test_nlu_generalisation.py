@@ -1829,6 +1829,15 @@ _REGISTERS_AND_ORDER = [
      "positive"),
     ("The mole on my calf used to be flat and now it's raised and crusty.", "symptom", "changing mole", "positive"),
     ("She's had a temperature, 38.9 under her arm.", "medical_test", "body temperature measurement", "avail"),
+    # from the walkthrough walk25 (a daughter telling of her father's upper GI bleed), in other words: a stool's
+    # stickiness is no sticky eye; coffee grounds are a look, not a drink; a verb in -s after a denial is a new
+    # predicate; a symptom that has not come back was had
+    ("Mum says her motions have gone tarry and sticky since Sunday.", "symptom", "eye discharge", None),
+    ("What she brought up was brown, like coffee grounds.", "habit", "regular coffee tea", None),
+    (("My stomach's been burning.", "I don't vape, smokes ten roll-ups a day though."), "habit", "smoking",
+     "positive"),
+    (("My little boy has a tummy bug.", "He hasn't vomited again since lunchtime."), "symptom", "vomiting",
+     "positive"),
 ]
 
 

@@ -253,6 +253,11 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["have", "has", "had", "'ve", "’ve", "am", "'m", "’m", "is", "was", "were", "been"]},
          "OP": "?"}, {"LOWER": "been", "OP": "?"}, {"LOWER": {"IN": ["still", "now", "also", "just"]}, "OP": "?"},
         {"LOWER": {"IN": CONTINUING_VERBS}}]))
+    # ... and so does a verb inflected for its own subject after a comma: "he doesn't smoke, drinks a couple of pints"
+    # ("doesn't" governs a bare verb, so "drinks" is a new predicate; "doesn't smoke, drink or gamble" stays denied)
+    rules.append(ConTextRule(", drinks", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
+        {"LOWER": {"IN": [",", ";"]}}, {"LOWER": {"IN": ["drinks", "takes", "eats", "uses", "vapes", "works", "walks",
+                                                          "has", "gets", "goes", "likes", "enjoys", "smokes"]}}]))
     rules.append(ConTextRule("and am getting", "NEGATED_EXISTENCE", direction="TERMINATE", pattern=[
         {"LOWER": {"IN": [",", ";", "and"]}}, {"LOWER": "and", "OP": "?"},
         {"LOWER": {"IN": ["have", "has", "had", "'ve", "’ve", "am", "'m", "’m", "is", "was", "were"]}},

@@ -38,6 +38,7 @@ from agent.core.safety import default_rules
 from agent.core.semantic import Encoder, default_encoder
 from policies.nlu.attributes import PAIN_WORD, SPREADS, phrase_hits
 from policies.nlu.lexicon import CONDITION, Lexicon, entry_names
+from policies.nlu.observations import sentence_of
 
 DEFAULT_THRESHOLD = 0.64
 DEFAULT_MARGIN = 0.03
@@ -108,6 +109,10 @@ _WORKS_NORMALLY = re.compile(r"\b(?:fine|perfectly|(?<!\bit )(?<!\bthat )(?<!\bt
 """A clause that says a function works ("I can hear perfectly well", "my hearing's the same as ever"): by meaning it
 is near the function's impairment, and it denies it (MediTOD annotates a stated normal as the negative). "Is it
 normal that my heart races?" asks, and "it's not normal" says the opposite: neither is a verdict of normal."""
+_BODY_PRODUCT = re.compile(r"\b(?:poo+p?s?|stools?|motions?|faeces|feces|bowel movements?|urine|wee|pee|vomit|sick|"
+                           r"phlegm|sputum|spit|snot|mucus)\b", re.I)
+"""What the body passes or brings up: a clause about it names no part, yet its words (sticky, red, black) are not a
+part's that a concept by meaning sits at (an eye's discharge)."""
 _ABLE = re.compile(r"^(?:(?:and|but|so|oh|well|yes|yeah|no|[a-z]+ly)[\s,]+)*(?:i|he|she|they|we)\s+(?:still\s+)?"
                    r"(?:can|could)\s+"
                    r"(?!(?:barely|hardly|only|just|not|never|sometimes|feel|hear|see|smell|taste|tell|notice|sense|"
@@ -486,7 +491,7 @@ class ConceptMatcher:
         words = [*sorted(self.lexicon.locations, key=len, reverse=True), *_SIDE_WORDS, *_POSITION_WORDS]
         return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b")
 
-    def _elsewhere(self, clause: str, value: str, reference: str) -> bool:
+    def _elsewhere(self, clause: str, value: str, reference: str, sentence: str = "") -> bool:
         """Whether the concept belongs to a part of the body the clause does not name while it names another ("the
         cut on my leg has gone red and hot up to my knee" is not eye redness), or names none and opens with "it"
         ("It's red and it's hot", of a swollen shin asked about): the words matched by meaning are the same, the
@@ -498,6 +503,8 @@ class ConceptMatcher:
         named = set(phrase_hits(f"{value} {reference}".lower(), self.lexicon.locations))
         if named and not said and _ANAPHOR.match(clause_core(clause)):
             return True  # "It's red and it's hot": "it" is what was said before (a swollen shin), not an eye
+        if named and not said and _BODY_PRODUCT.search(sentence or clause):
+            return True  # "his poo was black and sticky": the stool's stickiness, not a sticky eye
         return bool(said and named and not said & named)
 
     def _accepts(self, sim: float, margin: float) -> bool:
@@ -587,8 +594,10 @@ class ConceptMatcher:
                     continue  # "watching Bluey" is near "blue" by its letters: a colour sign is told of the body
                 if kind == CONDITION and self._said_to_be_fine(clause.text) is not None:
                     continue  # "my sugars are usually fine": a condition kept in check, not one the patient lacks
+                at = text.lower().find(clause.text.lower())
                 if kind == "symptom" and (value in self._left_to_the_screen
-                                          or self._elsewhere(clause.text, value, refs[best][1])
+                                          or self._elsewhere(clause.text, value, refs[best][1],
+                                                             sentence_of(text, at) if at >= 0 else "")
                                           or (PAIN_WORD.search(refs[best][1]) and len(refs[best][1].split()) <= 4
                                               and not PAIN_WORD.search(texts[ti]))
                                           or ((_URINE_WORD.search(refs[best][1]) or value in _URINARY)

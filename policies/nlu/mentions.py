@@ -105,6 +105,8 @@ class MentionFinder:
                 continue  # "I've not been feeling so hot": unwell in general, no fever
             if base == "symptom" and _IDIOM_PAIN.search(f.sentence[max(0, f.char_start - 30):f.char_end + 25]):
                 continue  # "my new manager is a real pain in the neck": a nuisance, no pain
+            if base == "habit" and _COFFEE_LOOK.match(f.sentence[f.char_end:]):
+                continue  # "dark, coffee granules": what the vomit looked like (NICE CG141's "coffee grounds")
             if base in _DONE_OR_TAKEN and _simile(f.sentence[:f.char_start]):
                 continue  # "it looked like coffee grounds", "black like tar": a description, not a habit or a drug
             if base == "symptom" and value in DYED and f.status == "positive" and DYED_BY.search(f.sentence):
@@ -185,6 +187,9 @@ class MentionFinder:
             if (status == "negative" and base == "symptom" and _USUALLY_NOT.search(before)
                     and _BUT_THIS_ONE.match(f.sentence[f.char_end:])):
                 status = "positive"  # "I don't usually get headaches, but this one ...": this one is had
+            if (status == "negative" and base == "symptom" and _NOT_AGAIN.match(f.sentence[f.char_end:])
+                    and not _NEVER_BEFORE.search(before)):
+                status = "positive"  # "he hasn't been sick again since eight": it was had, and has not come back
             if status != "negative" and _DENIED_AFTER.match(f.sentence[f.char_end:]):
                 status = "negative"  # "Fever no.", "Blood? None.": the denial said after what it denies
             if base == "medication" and _ONLY_CONSIDERED.search(f.sentence[:f.char_start]):
@@ -431,6 +436,11 @@ _DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:no|none|never|nope|nah|not at all)
 """A denial said after its object, as a terse or non-native speaker says it ("Fever no.", "Blood in it? None.")."""
 
 
+_COFFEE_LOOK = re.compile(r"^[\s-]*(?:grounds?|granules?|grains?)\b", re.I)
+"""Coffee named by its grounds or granules: a look (of vomit or stool), not a drink."""
+_NOT_AGAIN = re.compile(r"^\s*(?:again|any more since|anymore since|since then)\b", re.I)
+"""A denial of a further episode, said after the symptom ("hasn't been sick again", "not had a fit since then"): the
+symptom was had (MediTOD records it positive), only it has not come back."""
 _USUALLY_NOT = re.compile(r"\b(?:don't|do not|never|rarely|hardly ever|seldom)\s+(?:\w+\s+){0,2}?(?:usually|normally|"
                           r"really|often|ever|get|suffer)\b|\b(?:usually|normally)\s+(?:don't|do not|never)\b", re.I)
 _BUT_THIS_ONE = re.compile(r"^[^.!?]*?\b(?:but|and|though|however)\s*,?\s+(?:this|that|the)\s+"

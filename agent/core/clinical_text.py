@@ -284,12 +284,6 @@ def conversation_rules() -> list[Any]:
     rules.append(ConTextRule("is not there", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=5, pattern=[
         {"LOWER": {"IN": ["is", "are", "was", "were", "'s", "’s"]}}, {"LOWER": {"IN": ["not", "n't", "’t"]}},
         {"LOWER": "there"}, {"IS_PUNCT": True}]))
-    # ... and with the object fronted, as Chinese, Creole and other English put it: "Smoke I don't.", "Alcohol, I
-    # never do." (the subject and its denial close the sentence; "I don't smoke." keeps its verb after the cue)
-    rules.append(ConTextRule("smoke i don't.", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=3, pattern=[
-        {"LOWER": {"IN": [",", "-"]}, "OP": "?"}, {"LOWER": {"IN": ["i", "he", "she", "we"]}},
-        {"LOWER": {"IN": ["do", "does", "did"]}, "OP": "?"}, {"LOWER": {"IN": ["n't", "not", "’t", "never"]}},
-        {"LOWER": {"IN": ["do", "does", "did"]}, "OP": "?"}, {"IS_PUNCT": True}]))
     # A clinical register's verdict after its topic: "Thoughts of ending it: negative.", "chest pain - nil", "Drugs:
     # none." (a review of systems as a patient who works in health reads it out)
     rules.append(ConTextRule(": negative", "NEGATED_EXISTENCE", direction="BACKWARD", max_scope=8, pattern=[
@@ -328,6 +322,10 @@ def conversation_rules() -> list[Any]:
         {"LOWER": {"IN": ["there", "with", "it"]}, "OP": "?"}]))
     # How the patient is in general ("not too great", "not feeling so good", "talking not normal") denies nothing
     # after it: "Oh, not too great, I've had this cough the last few days", "not normal, a little bit confused".
+    # "I'll not lie", "I won't lie", "not gonna lie": the speaker's frankness about what follows, no denial of it
+    rules.append(ConTextRule("i'll not lie", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["not", "n't", "’t", "never"]}}, {"LOWER": {"IN": ["going", "gonna", "gon"]}, "OP": "?"},
+        {"LOWER": {"IN": ["to", "na"]}, "OP": "?"}, {"LOWER": {"IN": ["lie", "lying", "kid", "kidding"]}}]))
     rules.append(ConTextRule("not too great", "NEGATED_EXISTENCE", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": ["is", "are", "was", "were", "am", "'s", "’s", "'m", "’m", "'re", "’re"]}, "OP": "?"},
         {"LOWER": "not"}, _HOW_ONE_IS, {"LOWER": {"IN": ["too", "so", "very", "that", "all"]}, "OP": "?"},
@@ -1424,11 +1422,17 @@ _DOES_IT_FINE = re.compile(
 
 
 def says_the_mind_works(clause: str) -> bool:
-    """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), or that a
-    function does ("I can speak normally", :data:`_DOES_IT_FINE`), with no negation in it: by meaning it is near the
-    loss it denies (0.75 from "I cannot think straight"; "I can speak normally" had raised the stroke as "possible"),
-    so neither the red-flag screen nor the NLU's second stage may read it as that loss."""
-    return bool(_MIND_WORKS.search(clause) or _DOES_IT_FINE.search(clause)) and not NEGATION_WORD.search(clause)
+    """Whether a clause says the mind works ("I'm thinking straight", "I know exactly where I am"), with no negation
+    in it: by meaning it is near the confusion it denies (0.75 from "I cannot think straight"), so neither the red-flag
+    screen nor the NLU's second stage may read it as confusion."""
+    return bool(_MIND_WORKS.search(clause)) and not NEGATION_WORD.search(clause)
+
+
+def says_it_works(clause: str) -> bool:
+    """:func:`says_the_mind_works`, or a function said to work ("I can speak normally", :data:`_DOES_IT_FINE`): the
+    red-flag screen reads no loss by meaning in it ("I can speak normally" had raised the stroke as "possible"); the
+    NLU's second stage reads such a clause as the function's denial, which MediTOD annotates."""
+    return says_the_mind_works(clause) or (bool(_DOES_IT_FINE.search(clause)) and not NEGATION_WORD.search(clause))
 
 
 def as_the_patient(text: str, pronouns: bool = True) -> tuple[str, str | None]:

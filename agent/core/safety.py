@@ -35,7 +35,7 @@ from agent.core.clinical_text import (
     days_since_dated,
     default_clause_reader,
     near_misses,
-    says_the_mind_works,
+    says_it_works,
 )
 from agent.core.cmas import patient_age
 from agent.core.grounding import ground_frames
@@ -858,7 +858,7 @@ def _semantic_flags(text: str, rules: RuleSet, near: dict[str, list[str]] | None
     if not refs:
         return {}
     clauses = [c for c in rules.clauses.clauses(text) if not c.family
-               and not says_the_mind_works(c.text)]
+               and not says_it_works(c.text)]
     if not clauses:
         return {}
     # a clause that denies part of what it says is compared by what it affirms: "My arm's not weak, it just aches with

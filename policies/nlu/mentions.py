@@ -432,8 +432,11 @@ _NEVER_BEFORE = re.compile(r"\bnever\b|(?:\bnot|n't|’t)\s+(?:ever\s+)?(?:had|f
 _POSSESSED = re.compile(r"\b(?:my|his|her|their)\s+(?:\w+\s+)?$", re.I)
 """A condition the speaker calls theirs ("with my asthma", "for her epilepsy"): had, whatever the sentence denies
 ("never been in hospital with my asthma" denies the stay)."""
-_DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:no|none|never|nope|nah|not at all)\s*(?:[.!;]|$)", re.I)
-"""A denial said after its object, as a terse or non-native speaker says it ("Fever no.", "Blood in it? None.")."""
+_DENIED_AFTER = re.compile(r"^\s*[,:?-]?\s*(?:(?:no|none|never|nope|nah|not at all)|(?:never\s+)?(?:i|he|she|we)\s+"
+                           r"(?:(?:do|does|did)\s*)?(?:n't|n’t|not|never)(?:\s+(?:do|does|did))?)\s*(?:[.!;]|$)", re.I)
+"""A denial said after its object, as a terse or non-native speaker says it ("Fever no.", "Blood in it? None."), or
+with the object fronted, as Chinese, Creole and other English put it ("Smoke I don't.", "Cigarettes, never I do
+not."): right after the object, so "wetting herself, which she never does" denies nothing."""
 
 
 _COFFEE_LOOK = re.compile(r"^[\s-]*(?:grounds?|granules?|grains?)\b", re.I)

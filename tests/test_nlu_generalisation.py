@@ -1838,6 +1838,12 @@ _REGISTERS_AND_ORDER = [
      "positive"),
     (("My little boy has a tummy bug.", "He hasn't vomited again since lunchtime."), "symptom", "vomiting",
      "positive"),
+    # a spouse who "passed" last year is no one the speaker speaks for; a sleepless night stays a sleepless night
+    ("Since my husband passed last spring I can't sleep, I'm awake most of the night.", "symptom", "insomnia",
+     "positive"),
+    # a witness's "was not awake" for a time is a faint
+    ("At the bus stop my son dropped and he was not conscious for about a minute.", "symptom", "syncope",
+     "positive"),
 ]
 
 

@@ -1187,7 +1187,8 @@ days week weeks the breakfast lunch lunchtime dinner dinnertime tea teatime supp
 wednesday thursday friday saturday sunday weekend""".split())
 """Words of a time said before the relative a guardian speaks for ("Since this morning my grandad ...")."""
 # A relative's past, not a present problem: "my dad had a heart attack at 55", "my mum died of a stroke".
-_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|at (?:the age of )?\d+|"
+_FAMILY_PAST = re.compile(r"\b(?:died|passed away|passed on|passed (?=in\b|last\b|recently\b|this\b)|"
+                          r"at (?:the age of )?\d+|"
                           r"in (?:his|her) (?:\w+ties|teens)"
                           r"|years ago|(?<!the )last year|years back|used to|runs in|history of|when (?:he|she) was"
                           r"|for (?:many )?years|for ages"

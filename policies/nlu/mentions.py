@@ -118,6 +118,8 @@ class MentionFinder:
                 continue  # "I bloat up like I'm pregnant": a likeness, not a condition had
             # ConText says a relative owns it; the relation word names which ("someone in my family": family)
             relation = (self.relation(f.sentence.lower(), before=f.char_start) or "family") if f.family else None
+            if relation and relation != "family" and self._speaker_after(relation, f.sentence, f.char_start):
+                relation = None  # "Since my husband passed last spring I can't sleep": the sleeplessness is mine
             if seen is not None and seen[2] and relation:
                 continue  # "my dad's weight is steady", "mum's temperature was normal": nothing of anyone's
             before = f.sentence[:f.char_start]
@@ -232,6 +234,17 @@ class MentionFinder:
             people = _named_in((*self.lexicon.relations, *NO_BLOOD_KIN), said[:m.start()])
             return bool(people) and max(people)[1] in NO_BLOOD_KIN
         return False
+
+    @staticmethod
+    def _speaker_after(relation: str, sentence: str, at: int) -> bool:
+        """Whether the speaker is the subject again between the relation word last named before character ``at``
+        and ``at`` ("my husband passed last spring, I can't sleep"): ConText's family scope runs on past the "I"."""
+        low = sentence.lower()
+        named = [m.end() for m in _whole_word(relation).finditer(low) if m.end() <= at]
+        said = [m.end() for m in _I_AFTER.finditer(sentence[named[-1]:at])] if named else []
+        # ... and names nobody else after it ("my brother, I think he has diabetes" is still the brother's)
+        return bool(said) and not re.search(r"\b(?:he|she|they|his|her|their)\b", sentence[named[-1] + said[-1]:at],
+                                            re.I)
 
     def _blood_kin_referred_to(self, earlier: str, before: str) -> str | None:
         """The blood relative a "he" or "she" stands for, when the relation word named last before it is one ("My
@@ -536,11 +549,17 @@ def someone_elses(earlier: str, clause: str) -> bool:
     return _someone_else(earlier, clause)
 
 
+_I_AFTER = re.compile(r"\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|I'll|I’ll)\s+(?!\w+\s+(?:him|her|them)\b)", re.I)
+"""A first-person subject said after someone else was named and before the mention: the clause is the speaker's."""
+
+
 def _someone_else(earlier: str, before: str) -> bool:
     """Whether the clause a mention is in has someone else for its subject (:data:`_SOMEONE_ELSE`); a "he" or "she"
     only when the turn named a person before it ("I live with my wife. She's got a cold"): said alone, it is as
     likely the patient a guardian speaks for."""
     m = _SOMEONE_ELSE.search(before)
+    if m is not None and _I_AFTER.search(before[m.end():]):
+        return False  # "Since my husband passed last spring I can't sleep": the "I" after him is the subject
     if m is None and (a := _APPOSITION.search(before)) is not None:
         return _someone_else(earlier, before[:a.start()])  # "she's taking a tablet every morning, levothyroxine"
     if m is None:

@@ -709,8 +709,13 @@ _KNOCKED_OUT = re.compile(
     r"\b(?P<c>(?:was|were|went|been|got|is)\s+(?:knocked\s+)?out(?:\s+cold)?\s+for\s+"
     r"(?:a|a few|a couple of|about|around|"
     r"maybe|like|\d+|one|two|three|four|five|ten|thirty|several)\s+(?:\w+\s+)?(?:seconds?|secs?|minutes?|mins?|moments?)|"
-    r"knocked\s+(?:him|her|me|them)\s+(?:out|unconscious|spark out))\b", re.I)
-"""Knocked out for a time (NICE NG232 Head injury: any loss of consciousness): "he was out for a few seconds". Recorded
+    r"knocked\s+(?:him|her|me|them)\s+(?:out|unconscious|spark out)|"
+    r"(?:was|were)\s*(?:n't|n’t|\s+not)\s+(?:awake|conscious|responding)\s+(?:for\s+)?(?:a|a few|a couple of|about|"
+    r"around|maybe|like|\d+|one|two|three|four|five|ten|thirty|several)\s+(?:\w+\s+)?(?:seconds?|secs?|minutes?|"
+    r"mins?|moments?))\b", re.I)
+"""Knocked out for a time (NICE NG232 Head injury: any loss of consciousness): "he was out for a few seconds", or a
+witness's "he was not awake maybe one minute" (a lexicon phrase "not awake" would sit beside "I'm awake half the
+night" as a reference of the second stage and take it from insomnia). Recorded
 as the dataset's syncope, the loss of consciousness the rules read."""
 _EVENT_FORGOTTEN = re.compile(
     r"\b(?P<c>(?:can'?t|cannot|couldn'?t|doesn'?t|does not|don'?t|didn'?t)\s+remember\s+(?:what happened|anything\s+"

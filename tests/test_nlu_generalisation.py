@@ -1871,6 +1871,9 @@ def test_the_twenty_third_sessions_readings(store, said, slot, value, status):
     # how the patient has always been is no acute change; a function said to work is no loss of it
     ("I've always been chilly and worn out, all my life, that's just me.", set()),
     ("I have a stinking cold, but I can talk normally and move my arms fine.", set()),
+    # a clock's "at 5" is no age said as the time: the pain is now, not the past
+    ("Crushing pain in the middle of my chest since about 6 this morning, started at 6, down my left arm, clammy.",
+     {"acute_coronary_syndrome"}),
     # a terse teenager's testicle: the part first, then "it"
     ("My right nut. It's agony. Came on an hour ago in bed.", {"testicular_torsion"}),
 ])

@@ -402,12 +402,18 @@ def conversation_rules() -> list[Any]:
                  {"LOWER": {"IN": ["about", "around", "only", "just", "maybe"]}, "OP": "?"}, {"LIKE_NUM": True}]
     rules.append(ConTextRule("when i was <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12,
                              pattern=at_an_age))
-    rules.append(ConTextRule("at the age of <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12, pattern=[
-        {"LOWER": {"IN": ["aged", "at"]}}, {"LOWER": {"IN": ["the", "age"]}, "OP": "?"},
-        {"LOWER": {"IN": ["age", "of"]}, "OP": "?"}, {"LOWER": "of", "OP": "?"},
-        {"LOWER": {"IN": ["about", "around"]}, "OP": "?"}, {"LIKE_NUM": True, "LOWER": {"NOT_IN": [
-            "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]}},
-        {"LOWER": {"NOT_IN": ["past", "to", "minutes", "o'clock", "hundred", "hours", "am", "pm", ":", "."]}}]))
+    # an age said as the time ("aged 12", "at the age of five", "at sixteen"): a bare "at" only before a teen, since
+    # "at 5 this morning" is a clock's time, no age (it had made a crushing chest pain "started at 5" the past)
+    teens = ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+             *(str(n) for n in range(13, 20))]
+    for lead in ([{"LOWER": "aged"}], [{"LOWER": "at"}, {"LOWER": "age"}],
+                 [{"LOWER": "at"}, {"LOWER": "the"}, {"LOWER": "age"}, {"LOWER": "of"}]):
+        rules.append(ConTextRule("at the age of <age>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12,
+                                 pattern=[*lead, {"LOWER": {"IN": ["about", "around"]}, "OP": "?"},
+                                          {"LIKE_NUM": True}]))
+    rules.append(ConTextRule("at <teen>", "HISTORICAL", direction="BIDIRECTIONAL", max_scope=12, pattern=[
+        {"LOWER": "at"}, {"LOWER": {"IN": teens}},
+        {"LOWER": {"NOT_IN": ["past", "to", "minutes", "o'clock", "hundred", "hours", "hrs", "am", "pm", ":"]}}]))
     # a past year said as the time, before or after ("back in 2019 I had a clot", "a clot in my leg in 2015"); not
     # "since 2019" (what began then may go on) nor this year
     past_years = [str(y) for y in range(1940, date.today().year)]
